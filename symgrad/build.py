@@ -1,0 +1,148 @@
+"""C source -> loaded cffi library, through a content-addressed disk cache.
+
+The source is wrapped by cffi (API mode: a real CPython extension whose calls
+release the GIL) and compiled by the system C compiler, called directly. Entries
+are keyed by everything that affects the binary and written atomically (temporary
+file + rename), so concurrent processes never see a half-written library."""
+from __future__ import annotations
+
+import hashlib
+import importlib.machinery
+import importlib.util
+import os
+import platform
+import shlex
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import threading
+from functools import lru_cache
+from pathlib import Path
+
+from .errors import CompileError
+
+VERSION = "0.1.0"
+_loaded = {}
+_lock = threading.Lock()
+
+# IEEE semantics: no -ffast-math; no FMA contraction, so every operation rounds as written
+# and results do not depend on vectorisation or thread count.
+BASE_FLAGS = ("-O3", "-fno-math-errno", "-ffp-contract=off", "-fPIC", "-shared")
+
+
+def csrc_dir() -> Path:
+    here = Path(__file__).resolve().parent
+    for d in (here.parent / "csrc", here / "csrc"):
+        if (d / "symgrad_rt.h").exists():
+            return d
+    raise CompileError(f"symgrad's C runtime (csrc/symgrad_rt.h) is missing next to {here}")
+
+
+def cache_dir() -> Path:
+    d = os.environ.get("SYMGRAD_CACHE_DIR")
+    if not d:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        d = os.path.join(base, "symgrad")
+    p = Path(d)
+    p.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return p
+
+
+def compiler():
+    return shlex.split(os.environ.get("CC") or "cc")
+
+
+@lru_cache(maxsize=None)
+def _machine():
+    """What -march=native depends on: the architecture and the CPU's feature flags."""
+    flags = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith(("flags", "Features", "model name")):
+                    flags += line
+                if line.strip() == "":
+                    break
+    except OSError:
+        pass
+    return platform.machine() + "\n" + flags
+
+
+@lru_cache(maxsize=None)
+def _runtime_header():
+    return (csrc_dir() / "symgrad_rt.h").read_bytes()
+
+
+def flags(native=True, openmp=True):
+    return BASE_FLAGS + (("-march=native",) if native else ()) + (("-fopenmp",) if openmp else ())
+
+
+def cache_key(source, cdecl, build_flags):
+    import cffi
+    h = hashlib.sha256()
+    for part in (VERSION, cffi.__version__, sys.implementation.cache_tag,
+                 sysconfig.get_config_var("EXT_SUFFIX") or "", " ".join(compiler()),
+                 " ".join(build_flags), _machine(), cdecl, source):
+        h.update(part.encode() + b"\0")
+    h.update(_runtime_header())
+    return h.hexdigest()[:32]
+
+
+def build(source: str, cdecl: str, *, native=True, openmp=True):
+    """Return the cffi ``lib`` for ``source``, compiling only when no cached copy exists."""
+    build_flags = flags(native, openmp)
+    key = cache_key(source, cdecl, build_flags)
+    with _lock:
+        lib = _loaded.get(key)
+        if lib is not None:
+            return lib
+        path = cache_dir() / f"_sg_{key}{sysconfig.get_config_var('EXT_SUFFIX') or '.so'}"
+        if not path.exists():
+            try:
+                _compile(source, cdecl, key, path, build_flags)
+            except CompileError as e:
+                if openmp and "openmp" in str(e).lower():  # a compiler without OpenMP: go serial
+                    return build(source, cdecl, native=native, openmp=False)
+                raise
+        lib = _loaded[key] = _load(key, path)
+        return lib
+
+
+def _compile(source, cdecl, key, path, build_flags):
+    import cffi
+    cc = compiler()
+    if shutil.which(cc[0]) is None:
+        raise CompileError(f"no C compiler: {cc[0]!r} is not on PATH (set CC to a C compiler, "
+                           "e.g. CC=gcc, or install one: apt-get install gcc)")
+    from cffi.recompiler import make_c_source
+    ffi = cffi.FFI()
+    ffi.cdef(cdecl)
+    with tempfile.TemporaryDirectory(prefix=".build-", dir=path.parent) as tmp:
+        c_file = os.path.join(tmp, f"_sg_{key}.c")
+        make_c_source(ffi, f"_sg_{key}", source, c_file)
+        out = os.path.join(tmp, path.name)
+        cmd = [*cc, *build_flags, "-I", str(csrc_dir()), "-I", sysconfig.get_paths()["include"],
+               c_file, "-o", out, "-lm"]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            kept = path.with_suffix(".failed.c")
+            shutil.copyfile(c_file, kept)
+            raise CompileError(f"C compiler failed ({' '.join(cmd[:3])} ...), source kept at {kept}:\n"
+                               + r.stderr[-4000:])
+        shutil.copyfile(c_file, path.with_name(f"_sg_{key}.c.tmp{os.getpid()}"))
+        os.replace(path.with_name(f"_sg_{key}.c.tmp{os.getpid()}"), path.with_name(f"_sg_{key}.c"))
+        os.replace(out, path)  # atomic: readers see the old state or the whole file
+
+
+def _load(key, path):
+    name = f"_sg_{key}"
+    loader = importlib.machinery.ExtensionFileLoader(name, str(path))
+    spec = importlib.util.spec_from_file_location(name, str(path), loader=loader)
+    try:
+        mod = importlib.util.module_from_spec(spec)
+        loader.exec_module(mod)
+    except ImportError as e:
+        raise CompileError(f"could not load compiled kernel {path}: {e}") from e
+    return mod

@@ -1,0 +1,166 @@
+"""Derivatives of a Program: gradient, Jacobian, Hessian, n-th derivative.
+
+Two strategies, chosen by size. Small programs are inlined into closed-form
+expressions and differentiated by sympy (whole-expression algebra, then CSE).
+Larger ones are differentiated in place by reverse accumulation over the
+straight-line body: sympy only computes each assignment's local partials, so the
+derivative program grows in proportion to the function's program."""
+from __future__ import annotations
+
+from collections import defaultdict
+
+import sympy as sp
+
+from .program import Output, Program, split
+
+# Closed-form trees up to this many operations are differentiated as whole expressions.
+INLINE_LIMIT = 300
+
+
+def _wrt(prog, argnums):
+    return [s for i in argnums for s in prog.args[i].symbols]
+
+
+def _check_scalar(prog, what):
+    out = prog.outputs[0]
+    if len(prog.outputs) != 1 or out.shape != ():
+        raise ValueError(f"{what} needs a scalar-valued function, but it returns shape {out.shape}; "
+                         "use .jacobian for vector-valued functions")
+
+
+class _Emitter:
+    """Appends assignments to a body, sharing identical right-hand sides."""
+
+    def __init__(self, body):
+        self.body = list(body)
+        self.memo = {e: t for t, e in self.body}
+
+    def __call__(self, e):
+        if e.is_Atom:
+            return e
+        t = self.memo.get(e)
+        if t is None:
+            t = sp.Symbol(f"_d{len(self.body)}", real=True)
+            self.body.append((t, e))
+            self.memo[e] = t
+        return t
+
+
+def _reverse_rows(prog, exprs, wrt):
+    """d exprs[i] / d wrt[j] by reverse accumulation; returns (body, rows)."""
+    emit = _Emitter(prog.body)
+    defs = dict(prog.body)
+    partial = {}
+    wrt_set = set(wrt)
+    order = [t for t, _ in prog.body]
+    rows = []
+    for y in exprs:
+        adj = defaultdict(list)
+        for s in y.free_symbols:
+            adj[s].append(emit(sp.diff(y, s)))
+        for t in reversed(order):
+            terms = adj.pop(t, None)
+            if not terms:
+                continue
+            a = emit(sp.Add(*terms))
+            if a == 0:
+                continue
+            e = defs[t]
+            for s in e.free_symbols:
+                if s not in defs and s not in wrt_set:
+                    continue
+                key = (t, s)
+                if key not in partial:
+                    partial[key] = emit(sp.diff(e, s))
+                if partial[key] != 0:
+                    adj[s].append(emit(a * partial[key]))
+        rows.append([emit(sp.Add(*adj.get(w, ()))) for w in wrt])
+    return emit.body, rows
+
+
+def _rows(prog, exprs, wrt, strategy):
+    """Jacobian rows of ``exprs`` (over prog's body) w.r.t. symbols ``wrt``."""
+    if strategy != "reverse":
+        closed = prog.inlined(None if strategy == "expression" else INLINE_LIMIT)
+        if closed is not None:
+            env = {}  # exprs may be a subset/reordering of outputs: inline them directly
+            for t, e in prog.body:
+                env[t] = e.xreplace(env)
+            trees = [e.xreplace(env) for e in exprs]
+            return (), [[sp.diff(y, w) for w in wrt] for y in trees]
+    return _reverse_rows(prog, exprs, wrt)
+
+
+def choose(prog):
+    """'expression' for programs small enough to inline, else 'reverse'."""
+    return "expression" if prog.inlined(INLINE_LIMIT) is not None else "reverse"
+
+
+def grad(prog, argnums, strategy=None, with_value=False):
+    _check_scalar(prog, "grad")
+    strategy = strategy or choose(prog)
+    value = prog.outputs[0].exprs[0]
+    body, rows = _rows(prog, [value], _wrt(prog, argnums), strategy)
+    flat = rows[0]
+    outs = [prog.args[i] for i in argnums]
+    outputs = split(flat, [Output("d_" + a.name, a.shape, ()) for a in outs])
+    if with_value:
+        if not body:  # expression strategy: the value in closed form too
+            value = prog.inlined()[0]
+        outputs = (Output("value", (), (value,)),) + outputs
+    return Program(prog.args, tuple(body), outputs)
+
+
+def jacobian(prog, argnums, strategy=None, prefix="jac_"):
+    strategy = strategy or choose(prog)
+    wrt = _wrt(prog, argnums)
+    outputs = []
+    body, rows = _rows(prog, prog.output_exprs(), wrt, strategy)
+    for out_index, out in enumerate(prog.outputs):
+        start = sum(o.size for o in prog.outputs[:out_index])
+        block = rows[start:start + out.size]
+        k = 0
+        for i in argnums:
+            a = prog.args[i]
+            flat = [r[j] for r in block for j in range(k, k + a.size)]
+            outputs.append(Output(f"{prefix}{out.name}_{a.name}" if len(prog.outputs) > 1
+                                  else f"{prefix}{a.name}", out.shape + a.shape, tuple(flat)))
+            k += a.size
+    return Program(prog.args, tuple(body), tuple(outputs))
+
+
+def hessian(prog, argnums, strategy=None):
+    """Second derivatives: the Jacobian of the gradient program (reverse over reverse)."""
+    strategy = strategy or choose(prog)
+    g = grad(prog, argnums, strategy)
+    if strategy == "expression":  # differentiate the closed-form gradient again
+        g = Program(prog.args, (), g.outputs)
+    h = jacobian(g, argnums, strategy, prefix="d2_")
+    outs = []
+    for gi, ai in enumerate(argnums):
+        for aj in argnums:
+            a, b = prog.args[ai], prog.args[aj]
+            src = h.outputs[gi * len(argnums) + argnums.index(aj)]
+            outs.append(Output(f"d2_{a.name}_{b.name}", a.shape + b.shape, src.exprs))
+    return h.with_outputs(outs)
+
+
+def nth(prog, n, argnum, strategy=None):
+    """n-th derivative of every output w.r.t. one scalar argument."""
+    a = prog.args[argnum]
+    if a.shape != ():
+        raise ValueError(f"derivative(n) needs a scalar argument, but {a.name!r} has shape {a.shape}; "
+                         "use .jacobian or .hessian for array arguments")
+    if n < 0:
+        raise ValueError(f"derivative order must be >= 0, got {n}")
+    strategy = strategy or choose(prog)
+    s = a.symbols[0]
+    if strategy == "expression":
+        closed = prog.inlined()
+        return Program(prog.args, (), split([sp.diff(e, s, n) for e in closed],
+                                            [Output(f"d{n}_{o.name}", o.shape, ()) for o in prog.outputs]))
+    cur = prog
+    for _ in range(n):
+        body, rows = _reverse_rows(cur, cur.output_exprs(), [s])
+        cur = Program(prog.args, tuple(body), split([r[0] for r in rows], cur.outputs))
+    return cur.with_outputs([Output(f"d{n}_{o.name}", o.shape, o.exprs) for o in cur.outputs])

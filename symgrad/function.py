@@ -1,0 +1,252 @@
+"""The numpy-facing Function: lazily traced, differentiated, compiled; called like a gufunc.
+
+Each argument's trailing dimensions must equal its core shape; the leading (batch)
+dimensions of all arguments broadcast together, and every result has the batch
+shape followed by its own core shape."""
+from __future__ import annotations
+
+import threading
+from math import prod
+
+import numpy as np
+
+_CTYPES = {"float64": "double", "float32": "float"}
+
+
+class Function:
+    """A compiled numeric function of fixed-shape arguments (see ``symgrad.compile``)."""
+
+    def __init__(self, name, make_program, dtype="float64", kind="value", structure=0, parent=None):
+        if str(np.dtype(dtype)) not in _CTYPES:
+            raise ValueError(f"dtype must be 'float64' or 'float32', got {dtype!r}")
+        self.name, self.kind, self.dtype = name, kind, np.dtype(dtype)
+        self._make_program, self._structure, self._parent = make_program, structure, parent
+        self._lock = threading.RLock()
+        self._program = self._kernel = self._lib = None
+
+    # -- the pipeline, each stage computed once -------------------------------------------
+    @property
+    def program(self):
+        """The IR this Function evaluates (before optimisation)."""
+        with self._lock:
+            if self._program is None:
+                self._program = self._make_program()
+            return self._program
+
+    @property
+    def kernel(self):
+        with self._lock:
+            if self._kernel is None:
+                from .optimize import optimize
+                from .render import TARGETS, render
+                self._kernel = render(optimize(self.program), self.c_name,
+                                      TARGETS["c", str(self.dtype)])
+            return self._kernel
+
+    @property
+    def c_name(self):
+        return f"{self.name}_{self.kind}"
+
+    @property
+    def c_source(self):
+        """The C source this Function is compiled from."""
+        return self.kernel.source
+
+    def _library(self):
+        with self._lock:
+            if self._lib is None:
+                from .build import build
+                k = self.kernel
+                mod = build(k.source, k.cdecl)
+                self._lib = (mod.ffi, getattr(mod.lib, self.c_name + "_batch"))
+            return self._lib
+
+    # -- derived functions ---------------------------------------------------------------
+    @property
+    def expr(self):
+        """The sympy expression(s) this Function evaluates, in closed form."""
+        import sympy as sp
+        flat = self.program.inlined()
+        outs, k = [], 0
+        for o in self.program.outputs:
+            part = flat[k:k + o.size]
+            k += o.size
+            outs.append(part[0] if o.shape == () else sp.ImmutableDenseNDimArray(part, o.shape))
+        return _nest(self._structure, outs)
+
+    def _derive(self, kind, argnums, cname=None):
+        from . import differentiate as D
+        nargs = len(self.program.args)
+        structure_args, argnums = _argnums(argnums, nargs, self.program)
+        make = {
+            "grad": lambda: D.grad(self.program, argnums),
+            "value_and_grad": lambda: D.grad(self.program, argnums, with_value=True),
+            "jacobian": lambda: D.jacobian(self.program, argnums),
+            "hessian": lambda: D.hessian(self.program, argnums),
+        }[kind]
+        if kind in ("grad", "value_and_grad", "hessian"):
+            D._check_scalar(self.program, kind)
+        if kind == "jacobian" and len(self.program.outputs) != 1:
+            raise ValueError("jacobian of a function with several results: take it of one result")
+        if kind == "grad":
+            structure = structure_args
+        elif kind == "value_and_grad":
+            structure = (0, _shift(structure_args, 1))
+        elif kind == "jacobian":
+            structure = structure_args
+        else:
+            m = len(argnums)
+            structure = (0 if isinstance(structure_args, int)
+                         else tuple(tuple(i * m + j for j in range(m)) for i in range(m)))
+        return Function(self.name, make, self.dtype, cname or kind, structure, self)
+
+    @property
+    def grad(self):
+        """Gradient w.r.t. every argument: one array for one argument, else a tuple."""
+        return self._derive("grad", None)
+
+    @property
+    def value_and_grad(self):
+        """(value, gradient), computed by one kernel that shares subexpressions."""
+        return self._derive("value_and_grad", None)
+
+    @property
+    def jacobian(self):
+        """Jacobian: result core shape = output shape + argument shape (a tuple over arguments)."""
+        return self._derive("jacobian", None)
+
+    @property
+    def hessian(self):
+        """Hessian of a scalar function: core shape s+s; tuple of tuples for several arguments."""
+        return self._derive("hessian", None)
+
+    def derivative(self, n, argnum=0):
+        """n-th derivative of every result w.r.t. the scalar argument ``argnum``."""
+        from . import differentiate as D
+        if not isinstance(n, int) or n < 0:
+            raise ValueError(f"derivative order must be a non-negative int, got {n!r}")
+        nargs = len(self.program.args)
+        if not -nargs <= argnum < nargs:
+            raise ValueError(f"argnum {argnum} out of range for a function of {nargs} arguments")
+        argnum %= nargs
+        a = self.program.args[argnum]
+        if a.shape != ():
+            raise ValueError(f"derivative(n) needs a scalar argument, but {a.name!r} has shape "
+                             f"{a.shape}; use .jacobian or .hessian for array arguments")
+        return Function(self.name, lambda: D.nth(self.program, n, argnum), self.dtype, f"d{n}",
+                        self._structure, self)
+
+    # -- calling ------------------------------------------------------------------------
+    def __call__(self, *args, out=None):
+        prog = self.program
+        if len(args) != len(prog.args):
+            names = ", ".join(a.name for a in prog.args)
+            raise TypeError(f"{self.name} ({self.kind}) takes {len(prog.args)} argument(s) ({names}), "
+                            f"got {len(args)}")
+        arrays, batches = [], []
+        for a, x in zip(prog.args, args):
+            arr = _real_array(x, a.name, self.dtype)
+            core = a.shape
+            if arr.ndim < len(core) or arr.shape[arr.ndim - len(core):] != core:
+                raise ValueError(f"argument {a.name!r} must have trailing (core) shape {core}, "
+                                 f"got an array of shape {arr.shape}")
+            arrays.append(arr)
+            batches.append(arr.shape[:arr.ndim - len(core)])
+        try:
+            batch = np.broadcast_shapes(*batches)
+        except ValueError:
+            raise ValueError(f"the batch dimensions of the arguments do not broadcast: "
+                             + ", ".join(f"{a.name}: {b}" for a, b in zip(prog.args, batches))) from None
+        n = prod(batch)
+        ins = [np.ascontiguousarray(np.broadcast_to(x, batch + a.shape)) for x, a in zip(arrays, prog.args)]
+        results = self._outputs(out, batch)
+        work = [r if r.flags.c_contiguous and r.flags.writeable else np.empty_like(r) for r in results]
+        if n:
+            ffi, fn = self._library()
+            ct = _CTYPES[str(self.dtype)] + "[]"
+            fn(n, *[ffi.from_buffer(ct, x) for x in ins],
+               *[ffi.from_buffer(ct, w, require_writable=True) for w in work])
+        for r, w in zip(results, work):
+            if r is not w:
+                r[...] = w
+        if out is not None:
+            return out
+        outs = [r[()] if r.ndim == 0 else r for r in results]
+        return _nest(self._structure, outs)
+
+    def _outputs(self, out, batch):
+        shapes = [batch + o.shape for o in self.program.outputs]
+        if out is None:
+            return [np.empty(s, self.dtype) for s in shapes]
+        flat = _flatten(self._structure, out)
+        if flat is None or len(flat) != len(shapes):
+            raise TypeError(f"out= must have the structure of the results ({_describe(self._structure)})")
+        for o, s in zip(flat, shapes):
+            if not isinstance(o, np.ndarray):
+                raise TypeError(f"out= must hold numpy arrays, got {type(o).__name__}")
+            if o.shape != s:
+                raise ValueError(f"out= array has shape {o.shape}, expected {s}")
+            if o.dtype != self.dtype:
+                raise TypeError(f"out= array has dtype {o.dtype}, expected {self.dtype}")
+            if not o.flags.writeable:
+                raise ValueError("out= array is read-only")
+        return flat
+
+    def __repr__(self):
+        args = ", ".join(f"{a.name}{list(a.shape)}" for a in self.program.args) if self._program else "..."
+        return f"<symgrad.Function {self.c_name}({args}) {self.dtype}>"
+
+
+def _real_array(x, name, dtype):
+    arr = np.asarray(x)
+    if arr.dtype.kind == "c":
+        raise TypeError(f"argument {name!r} is complex; symgrad functions take real numbers")
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"argument {name!r} must be real numbers (a float/int array or scalar), "
+                        f"got {type(x).__name__} of dtype {arr.dtype}")
+    return arr.astype(dtype, copy=False)
+
+
+def _argnums(argnums, nargs, prog):
+    """(structure, list of argument indices) in JAX's convention."""
+    if argnums is None:
+        argnums = 0 if nargs == 1 else tuple(range(nargs))
+    single = isinstance(argnums, int)
+    nums = [argnums] if single else list(argnums)
+    for i in nums:
+        if not isinstance(i, int) or not -nargs <= i < nargs:
+            raise ValueError(f"argnums must be ints in range for {nargs} argument(s), got {argnums!r}")
+    nums = [i % nargs for i in nums]
+    if len(set(nums)) != len(nums):
+        raise ValueError(f"argnums repeats an argument: {argnums!r}")
+    return (0 if single else tuple(range(len(nums)))), nums
+
+
+def _shift(structure, by):
+    if isinstance(structure, int):
+        return structure + by
+    return tuple(_shift(s, by) for s in structure)
+
+
+def _nest(structure, flat):
+    if isinstance(structure, int):
+        return flat[structure]
+    return tuple(_nest(s, flat) for s in structure)
+
+
+def _flatten(structure, value):
+    if isinstance(structure, int):
+        return [value]
+    if not isinstance(value, (tuple, list)) or len(value) != len(structure):
+        return None
+    res = []
+    for s, v in zip(structure, value):
+        f = _flatten(s, v)
+        if f is None:
+            return None
+        res += f
+    return res
+
+
+def _describe(structure):
+    return "an array" if isinstance(structure, int) else f"a tuple of {len(structure)}"

@@ -1,0 +1,73 @@
+"""Program -> program clean-up before printing, with cost linear in the program.
+
+Closed-form programs (no body) get sympy's CSE across all outputs at once.
+Straight-line programs get dead-code elimination and forward substitution of
+temporaries used exactly once (bounded in size). Constants fold as sympy builds
+each expression; integer powers become multiplications in the printer."""
+from __future__ import annotations
+
+import sympy as sp
+
+from .program import Program, _nodes, split
+
+# A temporary used once is substituted into its user while the result stays this small.
+MAX_INLINED_NODES = 48
+
+
+def optimize(prog: Program) -> Program:
+    if not prog.body:
+        prog = _cse(prog)
+    return _inline_single_use(_dead_code(prog))
+
+
+def _cse(prog):
+    exprs = prog.output_exprs()
+    if all(e.is_Atom for e in exprs):
+        return prog
+    temps = sp.numbered_symbols("_c", real=True)
+    body, reduced = sp.cse(exprs, symbols=temps, order="none")
+    return Program(prog.args, tuple(body), split(reduced, prog.outputs))
+
+
+def _dead_code(prog):
+    needed = set()
+    for e in prog.output_exprs():
+        needed |= e.free_symbols
+    kept = []
+    for t, e in reversed(prog.body):
+        if t in needed:
+            kept.append((t, e))
+            needed |= e.free_symbols
+    kept.reverse()
+    return Program(prog.args, tuple(kept), prog.outputs)
+
+
+def _occurrences(e, counts, temps):
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if x.is_Symbol:
+            if x in temps:
+                counts[x] = counts.get(x, 0) + 1
+        elif x.args:
+            stack.extend(x.args)
+
+
+def _inline_single_use(prog):
+    temps = {t for t, _ in prog.body}
+    counts = {}
+    for _, e in prog.body:
+        _occurrences(e, counts, temps)
+    for e in prog.output_exprs():
+        _occurrences(e, counts, temps)
+    env, size, body = {}, {}, []
+    for t, e in prog.body:
+        e = e.xreplace(env) if env and not e.free_symbols.isdisjoint(env) else e
+        n = _nodes(e)
+        if counts.get(t, 0) == 1 and n <= MAX_INLINED_NODES:
+            env[t] = e
+            size[t] = n
+        else:
+            body.append((t, e))
+    outs = [e.xreplace(env) if env else e for e in prog.output_exprs()]
+    return Program(prog.args, tuple(body), split(outs, prog.outputs))

@@ -1,0 +1,199 @@
+"""The C-family printer: sympy's C99 printer plus symgrad's conventions.
+
+Targets differ only by the data in ``Target`` (types, qualifiers, loop shape);
+the printer never post-processes its own output."""
+from __future__ import annotations
+
+import keyword
+import re
+from dataclasses import dataclass
+from math import prod
+
+import sympy as sp
+from sympy.codegen.ast import float32, real
+from sympy.printing.c import C99CodePrinter
+
+from ..errors import CompileError
+
+_C_RESERVED = set(C99CodePrinter.reserved_words) | {"n", "i", "par_min", "restrict", "inline"}
+
+
+@dataclass(frozen=True)
+class Target:
+    """What differs between C99 and CUDA, and between float64 and float32."""
+
+    name: str
+    real: str               # C type of every number
+    point_qual: str         # qualifiers of the per-point function
+    export_qual: str        # qualifiers of exported functions
+    restrict: str
+    kernel: str             # "omp": C batch loop; "cuda": grid-stride __global__ kernel
+
+
+TARGETS = {
+    ("c", "float64"): Target("c", "double", "static inline", "", "restrict", "omp"),
+    ("c", "float32"): Target("c", "float", "static inline", "", "restrict", "omp"),
+    ("cuda", "float64"): Target("cuda", "double", "static __device__ __forceinline__",
+                                'extern "C" __global__', "__restrict__", "cuda"),
+    ("cuda", "float32"): Target("cuda", "float", "static __device__ __forceinline__",
+                                'extern "C" __global__', "__restrict__", "cuda"),
+}
+
+# Integer powers up to this exponent print as multiplications (exact, no pow call).
+MAX_MUL_POW = 16
+
+
+class Printer(C99CodePrinter):
+    """C99 printer with symgrad's names, literal constants and multiplication powers."""
+
+    def __init__(self, names, target):
+        settings = {"type_aliases": {real: float32}} if target.real == "float" else {}
+        super().__init__(settings)
+        self.names, self.target = names, target
+
+    def _print_Symbol(self, s):
+        try:
+            return self.names[s]
+        except KeyError:
+            raise CompileError(f"symbol {s} is not an input or temporary of this kernel") from None
+
+    def _literal(self, value):
+        return self._print(sp.Float(value, 17))
+
+    def _one(self):
+        return "1.0F" if self.target.real == "float" else "1.0"
+
+    def _print_Pi(self, e):
+        return self._literal(sp.pi.evalf(20))
+
+    def _print_Exp1(self, e):
+        return self._literal(sp.E.evalf(20))
+
+    def _print_EulerGamma(self, e):
+        return self._literal(sp.EulerGamma.evalf(20))
+
+    def _print_Pow(self, e):
+        b, x = e.args
+        if x.is_Integer and 1 < abs(x) <= MAX_MUL_POW:
+            s = self._ipow(self.parenthesize(b, 50), abs(int(x)))
+            return s if x > 0 else f"{self._one()}/{s}"
+        if x == -1:
+            return f"{self._one()}/{self.parenthesize(b, 50)}"
+        if x.is_Rational and x.q in (2, 3) and abs(x.p) <= MAX_MUL_POW:
+            root = f"{'sqrt' if x.q == 2 else 'cbrt'}{self._suffix()}({self._print(b)})"
+            s = self._ipow(root, abs(int(x.p)))
+            return s if x > 0 else f"{self._one()}/{s}"
+        return super()._print_Pow(e)
+
+    def _suffix(self):
+        return "f" if self.target.real == "float" else ""
+
+    def _ipow(self, base, n):
+        """base**n by repeated squaring; the C compiler shares the repeated subterms."""
+        if n == 1:
+            return base
+        half = self._ipow(base, n // 2)
+        sq = f"({half}*{half})"
+        return f"({sq}*{base})" if n % 2 else sq
+
+    def _print_Piecewise(self, e):
+        *pieces, (last, cond) = e.args
+        if cond != sp.true:
+            pieces.append((last, cond))
+            last = sp.nan
+        s = self._print(last)
+        for value, cond in reversed(pieces):
+            s = f"(({self._print(cond)}) ? ({self._print(value)}) : ({s}))"
+        return s
+
+    def _print_polygamma(self, e):
+        m, x = e.args
+        return f"symgrad_polygamma({self._print(m)}, {self._print(x)})"
+
+    def _print_copysign(self, e):
+        return f"copysign{self._suffix()}({self._print(e.args[0])}, {self._print(e.args[1])})"
+
+    def _print_DiracDelta(self, e):
+        return "0"  # the derivative of a step, almost everywhere
+
+    def _print_Heaviside(self, e):
+        x = self._print(e.args[0])
+        return f"(({x}) > 0 ? {self._one()} : (({x}) < 0 ? 0 : 0.5))"
+
+    def _print_ComplexInfinity(self, e):
+        return "NAN"
+
+    def emptyPrinter(self, e):
+        raise CompileError(f"symgrad cannot print {type(e).__name__} in C: {e}")
+
+    def _print_not_supported(self, e):
+        raise CompileError(f"symgrad cannot print {type(e).__name__} in C: {e}")
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """Generated source for one function: ``NAME(args..., results...)`` and ``NAME_batch``."""
+
+    name: str
+    source: str       # definitions (includes symgrad_rt.h)
+    cdecl: str        # declarations of the exported functions
+    arg_sizes: tuple
+    result_sizes: tuple
+    ops: int
+
+
+def _cname(name, taken):
+    base = re.sub(r"\W", "_", name)
+    if not base or base[0].isdigit():
+        base = "_" + base
+    while base in _C_RESERVED or keyword.iskeyword(base) or re.fullmatch(r"t\d+", base) or base in taken:
+        base += "_"
+    taken.add(base)
+    return base
+
+
+def render(prog, name, target: Target) -> Kernel:
+    """Print a Program as a C (or CUDA) kernel named ``name``."""
+    taken = set()
+    names = {}
+    arg_names = []
+    for a in prog.args:
+        c = _cname(a.name, taken)
+        arg_names.append(c)
+        for k, s in enumerate(a.symbols):
+            names[s] = f"{c}[{k}]"
+    res_names = [_cname(o.name, taken) for o in prog.outputs]
+    for k, (t, _) in enumerate(prog.body):
+        names[t] = f"t{k}"
+    p = Printer(names, target)
+    T, R = target.real, target.restrict
+    lines = [f"    const {T} t{k} = {p.doprint(e)};" for k, (_, e) in enumerate(prog.body)]
+    for o, c in zip(prog.outputs, res_names):
+        lines += [f"    {c}[{k}] = {p.doprint(e)};" for k, e in enumerate(o.exprs)]
+    ops = prog.count_ops()
+    params = [f"const {T} *{R} {c}" for c in arg_names] + [f"{T} *{R} {c}" for c in res_names]
+    plain = [f"const {T} *{c}" for c in arg_names] + [f"{T} *{c}" for c in res_names]
+    sizes = [a.size for a in prog.args] + [o.size for o in prog.outputs]
+    shifted = ", ".join(f"{c} + i*{s}" for c, s in zip(arg_names + res_names, sizes))
+    call = ", ".join(arg_names + res_names)
+    src = [f"static {'__device__ ' if target.kernel == 'cuda' else ''}"
+           f"{'__forceinline__' if target.kernel == 'cuda' else 'inline'} "
+           f"void {name}_point({', '.join(params)}) {{", *lines, "}", ""]
+    if target.kernel == "omp":
+        # Threads pay off above ~2e5 operations per call (thread wake-up costs ~10 us).
+        par_min = max(64, 200_000 // max(ops, 1))
+        src += [f"void {name}({', '.join(plain)}) {{ {name}_point({call}); }}", "",
+                f"void {name}_batch(int64_t n, {', '.join(plain)}) {{",
+                f"    const int64_t par_min = {par_min};",
+                f"    SYMGRAD_BATCH_FOR {name}_point({shifted});", "}", ""]
+        cdecl = (f"void {name}({', '.join(plain)});\n"
+                 f"void {name}_batch(int64_t n, {', '.join(plain)});\n")
+    else:
+        src += [f"{target.export_qual} void {name}_batch(int64_t n, {', '.join(params)}) {{",
+                "    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;"
+                " i += (int64_t)blockDim.x * gridDim.x)",
+                f"        {name}_point({shifted});", "}", ""]
+        cdecl = f"void {name}_batch(int64_t n, {', '.join(plain)});\n"
+    head = f"/* {name}: generated by symgrad */\n#include \"symgrad_rt.h\"\n\n"
+    return Kernel(name, head + "\n".join(src), cdecl,
+                  tuple(a.size for a in prog.args), tuple(o.size for o in prog.outputs), ops)

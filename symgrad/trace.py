@@ -1,0 +1,320 @@
+"""Tracing: run a plain Python function once on traced values and record a Program.
+
+A ``Value`` stands for one real number. Every operation on it appends one
+assignment ``t_k = op(...)`` to the current program (identical right-hand sides are
+shared), so tracing costs time linear in the operations the function performs."""
+from __future__ import annotations
+
+import inspect
+import linecache
+import numbers
+import os
+import sys
+import threading
+from fractions import Fraction
+
+import numpy as np
+import sympy as sp
+
+from sympy.logic.boolalg import BooleanAtom, BooleanFunction
+
+from . import mathfns
+from .errors import TraceError
+from .program import Arg, Output, Program
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_state = threading.local()
+
+
+def user_site():
+    """'func() in file, line N: `source`' for the innermost frame outside symgrad and numpy."""
+    f = sys._getframe(1)
+    while f is not None:
+        fn = f.f_code.co_filename
+        if not fn.startswith(_HERE) and f"{os.sep}numpy{os.sep}" not in fn:
+            src = linecache.getline(fn, f.f_lineno).strip()
+            return f"{f.f_code.co_name}() in {fn}, line {f.f_lineno}: `{src}`"
+        f = f.f_back
+    return "an unknown place"
+
+
+class Tracer:
+    """The program being recorded: assignments in order, with value numbering."""
+
+    def __init__(self):
+        self.body, self.memo = [], {}
+
+    def record(self, expr):
+        if expr.is_Atom:
+            return expr
+        t = self.memo.get(expr)
+        if t is None:
+            t = sp.Symbol(f"_t{len(self.body)}", real=True)
+            self.body.append((t, expr))
+            self.memo[expr] = t
+        return t
+
+
+def const(c):
+    """A Python/numpy number as an exact sympy number, or None."""
+    if isinstance(c, (bool, np.bool_)):
+        return sp.Integer(int(c))
+    if isinstance(c, numbers.Integral):
+        return sp.Integer(int(c))
+    if isinstance(c, Fraction):
+        return sp.Rational(c.numerator, c.denominator)
+    if isinstance(c, numbers.Real):
+        return sp.Float(float(c))
+    return None
+
+
+def _sym(x):
+    if isinstance(x, Value):
+        return x.e
+    c = const(x)
+    if c is None:
+        raise TraceError(f"expected a number or traced value, got {type(x).__name__} {x!r} at {user_site()}")
+    return c
+
+
+def apply(fn, *args):
+    """Apply a sympy constructor to traced/number arguments and record the result."""
+    e = fn(*[_sym(a) for a in args])
+    if isinstance(e, (sp.core.relational.Relational, BooleanAtom, BooleanFunction)):
+        return Condition(e)
+    return Value(_state.tracer.record(e))
+
+
+def _binary(fn):
+    def op(self, other):
+        if not (isinstance(other, Value) or const(other) is not None):
+            return NotImplemented
+        return apply(fn, self, other)
+    return op
+
+
+def _rbinary(fn):
+    def op(self, other):
+        if const(other) is None:
+            return NotImplemented
+        return apply(fn, other, self)
+    return op
+
+
+def _leaves(what):
+    def op(self, *a):
+        raise TraceError(
+            f"{what} of a traced value at {user_site()}: the result would be a constant and "
+            "its derivative silently lost. Keep the value symbolic: use math/numpy functions "
+            "on it, symgrad.where(cond, a, b) for branches, an object array (dtype=object) "
+            "instead of a float array to store it.")
+    return op
+
+
+class Value:
+    """A traced real number: a sympy atom (input, temporary or constant)."""
+
+    __slots__ = ("e",)
+    __array_priority__ = 1000
+
+    def __init__(self, e):
+        self.e = e
+
+    __add__, __radd__ = _binary(lambda a, b: a + b), _rbinary(lambda a, b: a + b)
+    __sub__, __rsub__ = _binary(lambda a, b: a - b), _rbinary(lambda a, b: a - b)
+    __mul__, __rmul__ = _binary(lambda a, b: a * b), _rbinary(lambda a, b: a * b)
+    __truediv__, __rtruediv__ = _binary(lambda a, b: a / b), _rbinary(lambda a, b: a / b)
+    __pow__, __rpow__ = _binary(lambda a, b: a**b), _rbinary(lambda a, b: a**b)
+    __lt__, __le__ = _binary(sp.Lt), _binary(sp.Le)
+    __gt__, __ge__ = _binary(sp.Gt), _binary(sp.Ge)
+    __eq__, __ne__ = _binary(sp.Eq), _binary(sp.Ne)
+    __hash__ = object.__hash__
+
+    def __neg__(self):
+        return apply(lambda a: -a, self)
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return apply(sp.Abs, self)
+
+    __float__ = _leaves("float()")
+    __int__ = __index__ = _leaves("int()")
+    __complex__ = _leaves("complex()")
+    __round__ = _leaves("round()")
+    __trunc__ = _leaves("math.trunc()")
+    __floor__ = _leaves("math.floor()")
+    __ceil__ = _leaves("math.ceil()")
+    __floordiv__ = __rfloordiv__ = _leaves("// (floor division)")
+    __mod__ = __rmod__ = _leaves("% (modulo)")
+    __bool__ = _leaves("truth value (if/while/and/or)")
+
+    def __array_ufunc__(self, ufunc, method, *args, **kw):
+        from .shims import numpy_ufunc
+        if method != "__call__" or kw:
+            return NotImplemented
+        return numpy_ufunc(ufunc)(*args)
+
+    def __repr__(self):
+        return f"Value({self.e})"
+
+    def conjugate(self):
+        return self
+
+    @property
+    def real(self):
+        return self
+
+
+def _method(name):
+    return lambda self, *a: apply(mathfns.NUMPY[name], self, *a)
+
+
+# numpy calls these methods on the elements of object arrays (np.sin(array_of_values)).
+for _name in mathfns.NUMPY:
+    if not hasattr(Value, _name):
+        setattr(Value, _name, _method(_name))
+
+
+class Condition:
+    """A traced comparison; it cannot become a Python bool (that would fix a branch)."""
+
+    __slots__ = ("e",)
+
+    def __init__(self, e):
+        self.e = e
+
+    def __bool__(self):
+        if self.e in (sp.true, sp.false):
+            return bool(self.e)
+        raise TraceError(
+            f"a Python branch depends on a traced value at {user_site()} (condition {self.e}). "
+            "symgrad traces one path and cannot follow data-dependent `if`, `while`, `and`, "
+            "`or` or `min`/`max` with a key. Write symgrad.where(cond, a, b) instead, e.g. "
+            "`y = symgrad.where(x > 0, x, -x)`.")
+
+    def __and__(self, o):
+        return Condition(sp.And(self.e, _cond(o)))
+
+    def __or__(self, o):
+        return Condition(sp.Or(self.e, _cond(o)))
+
+    def __invert__(self):
+        return Condition(sp.Not(self.e))
+
+    __rand__, __ror__ = __and__, __or__
+
+    def __repr__(self):
+        return f"Condition({self.e})"
+
+
+def _cond(c):
+    if isinstance(c, Condition):
+        return c.e
+    if isinstance(c, (bool, np.bool_)):
+        return sp.true if c else sp.false
+    raise TraceError(f"expected a condition (a comparison of traced values), got {c!r} at {user_site()}")
+
+
+def where(cond, a, b):
+    """Traced select: ``a`` where ``cond`` holds, else ``b`` (a Piecewise); elementwise on arrays."""
+    if isinstance(cond, np.ndarray) or isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        from .shims import elementwise
+        return elementwise(_WHERE, (cond, a, b))
+    if not isinstance(cond, Condition):
+        return a if cond else b
+    if not isinstance(a, Value) and not isinstance(b, Value) and not hasattr(_state, "tracer"):
+        raise TraceError("symgrad.where on traced values is only meaningful inside a traced function")
+    return apply(lambda x, y: sp.Piecewise((x, cond.e), (y, True)), a, b)
+
+
+_WHERE = np.frompyfunc(where, 3, 1)
+
+
+def select_max(a, b):
+    """max(a, b) with Python's tie rule (first argument wins), as a Piecewise."""
+    return apply(lambda x, y: sp.Piecewise((y, sp.Gt(y, x)), (x, True)), a, b)
+
+
+def select_min(a, b):
+    return apply(lambda x, y: sp.Piecewise((y, sp.Lt(y, x)), (x, True)), a, b)
+
+
+def _parse_shapes(shapes, n):
+    if shapes is None:
+        return [()] * n
+    if isinstance(shapes, int) or not hasattr(shapes, "__len__"):
+        raise ValueError(f"shapes must list one core shape per argument, e.g. shapes=[(), (8,)]; got {shapes!r}")
+    out = []
+    for s in shapes:
+        s = (s,) if isinstance(s, numbers.Integral) else tuple(s)
+        if not all(isinstance(d, numbers.Integral) and d >= 1 for d in s):
+            raise ValueError(f"each shape must be a tuple of positive ints, e.g. (3,) or (2, 2); got {s!r}")
+        out.append(tuple(int(d) for d in s))
+    return out
+
+
+def traced_params(fn, shapes):
+    """Names and core shapes of the arguments a function is traced over."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        raise TypeError(f"symgrad needs a Python function, got {fn!r}") from None
+    params = [p for p in sig.parameters.values()
+              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if any(p.kind == p.VAR_POSITIONAL for p in sig.parameters.values()) and shapes is None:
+        raise TypeError(f"{fn.__name__} takes *args: pass shapes=[...] with one shape per argument")
+    required = [p for p in params if p.default is p.empty]
+    n = len(required) if shapes is None else len(shapes)
+    if n > len(params) and not any(p.kind == p.VAR_POSITIONAL for p in sig.parameters.values()):
+        raise ValueError(f"shapes gives {n} argument shapes but {fn.__name__} takes {len(params)} positional arguments")
+    names = [params[i].name if i < len(params) else f"arg{i}" for i in range(n)]
+    return names, _parse_shapes(shapes, n)
+
+
+def trace(fn, shapes=None):
+    """Run ``fn`` once on traced arguments and return its Program."""
+    from .shims import rewrite
+
+    names, shapes = traced_params(fn, shapes)
+    args, values = [], []
+    for name, shape in zip(names, shapes):
+        if shape == ():
+            syms = (sp.Symbol(name, real=True),)
+            values.append(Value(syms[0]))
+        else:
+            idx = np.ndindex(*shape)
+            syms = tuple(sp.Symbol(name + "_" + "_".join(map(str, i)), real=True) for i in idx)
+            values.append(np.array([Value(s) for s in syms], dtype=object).reshape(shape))
+        args.append(Arg(name, shape, syms))
+    tracer = Tracer()
+    prev = getattr(_state, "tracer", None)
+    _state.tracer = tracer
+    try:
+        result = rewrite(fn)(*values)
+    finally:
+        if prev is None:
+            del _state.tracer
+        else:
+            _state.tracer = prev
+    return Program(tuple(args), tuple(tracer.body), (_output(result, fn),))
+
+
+def _output(result, fn):
+    arr = np.asarray(result, dtype=object) if not isinstance(result, Value) else None
+    if arr is None:
+        return Output("out", (), (result.e,))
+    exprs = []
+    for r in arr.flat:
+        if isinstance(r, (np.ndarray, list, tuple)):
+            raise TraceError(f"{fn.__name__} returned a ragged structure; return a scalar, "
+                             "a tuple of scalars or a rectangular array")
+        if isinstance(r, Condition):
+            raise TraceError(f"{fn.__name__} returned a comparison; return numbers (use symgrad.where)")
+        try:
+            exprs.append(_sym(r))
+        except TraceError:
+            raise TraceError(f"{fn.__name__} returned {type(r).__name__} {r!r}; expected numbers "
+                             "or traced values (a scalar, a tuple of scalars or an array)") from None
+    return Output("out", arr.shape, tuple(exprs))
