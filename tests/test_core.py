@@ -1,0 +1,219 @@
+"""End-to-end: the founding case, the public verbs and their layouts, against independent references."""
+import math
+
+import mpmath
+import numpy as np
+import pytest
+import sympy as sp
+from scipy.optimize import rosen, rosen_der, rosen_hess
+
+import symgrad
+from symgrad import differentiate
+
+
+def seed(x):
+    return 64 * x * (1 - x) * math.pow(1 - 2 * x, 2) * math.pow(1 - 8 * x + 8 * x * x, 2)
+
+
+X = sp.Symbol("x")
+SEED = 64 * X * (1 - X) * (1 - 2 * X) ** 2 * (1 - 8 * X + 8 * X * X) ** 2
+
+
+@pytest.fixture(params=["expression", "reverse"])
+def strategy(request, monkeypatch):
+    """Run a test through both differentiation strategies (closed form and reverse accumulation)."""
+    monkeypatch.setattr(differentiate, "INLINE_LIMIT", 10**9 if request.param == "expression" else 0)
+    return request.param
+
+
+def mp_eval(expr, *points, dps=40):
+    f = sp.lambdify(list(expr.free_symbols) if False else sorted(expr.free_symbols, key=str), expr, "mpmath")
+    with mpmath.workdps(dps):
+        return np.array([float(f(*[mpmath.mpf(float(v)) for v in p])) for p in zip(*points)])
+
+
+def test_founding_question_exact():
+    d = symgrad.compile(seed).grad(3.0)
+    assert d == -75279680.0
+    assert float(d) == -75279680.0
+    assert isinstance(d, np.floating)
+
+
+def test_founding_batch_matches_mpmath(strategy):
+    xs = np.random.default_rng(1).uniform(-1.5, 2.5, 1000)
+    got = symgrad.compile(seed).grad(xs)
+    ref = mp_eval(sp.diff(SEED, X), xs)
+    np.testing.assert_allclose(got, ref, rtol=1e-12, atol=0)
+
+
+def test_fifth_derivative_is_exact_integer_polynomial(strategy):
+    d5 = sp.diff(SEED, X, 5)
+    xs = np.array([-1.0, 0.0, 0.5, 2.0, 3.0, 0.25])
+    got = symgrad.derivative(seed, 5)(xs)
+    ref = np.array([float(d5.subs(X, sp.nsimplify(v))) for v in xs])
+    np.testing.assert_allclose(got, ref, rtol=1e-13)
+    assert symgrad.compile(seed).derivative(0)(2.0) == seed(2.0)
+
+
+def rosen8(x):
+    return sum(100.0 * (x[i + 1] - x[i] ** 2) ** 2 + (1 - x[i]) ** 2 for i in range(7))
+
+
+def test_rosenbrock_gradient_and_hessian_vs_scipy(strategy):
+    F = symgrad.compile(rosen8, shapes=[(8,)])
+    x = np.random.default_rng(2).uniform(-2, 2, (50, 8))
+    np.testing.assert_allclose(F(x), [rosen(v) for v in x], rtol=1e-13)
+    np.testing.assert_allclose(F.grad(x), [rosen_der(v) for v in x], rtol=1e-12, atol=1e-12)
+    H = F.hessian(x)
+    assert H.shape == (50, 8, 8)
+    np.testing.assert_allclose(H, [rosen_hess(v) for v in x], rtol=1e-12, atol=1e-12)
+
+
+def test_value_and_grad_shares_one_kernel():
+    F = symgrad.compile(rosen8, shapes=[(8,)])
+    x = np.random.default_rng(3).uniform(-2, 2, (7, 8))
+    v, g = F.value_and_grad(x)
+    np.testing.assert_allclose(v, [rosen(p) for p in x], rtol=1e-13)
+    np.testing.assert_allclose(g, [rosen_der(p) for p in x], rtol=1e-12, atol=1e-12)
+    assert "value_and_grad_batch" in F.value_and_grad.c_source
+    assert F.value_and_grad.c_source.count("_batch(") == 1
+
+
+def polar(r, t):
+    return (r * math.cos(t), r * math.sin(t), r * r)
+
+
+def test_jacobian_of_vector_valued_function(strategy):
+    J = symgrad.compile(polar).jacobian
+    r, t = np.array([1.0, 2.0, 0.5]), np.array([0.3, -1.0, 2.0])
+    jr, jt = J(r, t)
+    assert jr.shape == (3, 3) and jt.shape == (3, 3)
+    np.testing.assert_allclose(jr, np.stack([np.cos(t), np.sin(t), 2 * r], -1), rtol=1e-14)
+    np.testing.assert_allclose(jt, np.stack([-r * np.sin(t), r * np.cos(t), 0 * r], -1), rtol=1e-14)
+    values = symgrad.compile(polar)(r, t)
+    np.testing.assert_allclose(values, np.stack([r * np.cos(t), r * np.sin(t), r * r], -1), rtol=1e-15)
+
+
+def softmax_like(x):
+    e = np.exp(x)
+    return e / np.sum(e)
+
+
+def test_jacobian_array_output_and_argument():
+    J = symgrad.jacobian(softmax_like, shapes=[(4,)])
+    x = np.array([[0.1, -0.3, 2.0, 0.7], [1.0, 1.0, 1.0, 1.0]])
+    got = J(x)
+    s = np.exp(x) / np.exp(x).sum(-1, keepdims=True)
+    ref = np.einsum("bi,ij->bij", s, np.eye(4)) - np.einsum("bi,bj->bij", s, s)
+    assert got.shape == (2, 4, 4)
+    np.testing.assert_allclose(got, ref, rtol=1e-13, atol=1e-16)
+
+
+def mixed(x, y):
+    return x[0] ** 2 * y + math.sin(x[1] * y)
+
+
+def test_hessian_of_several_arguments_is_tuple_of_tuples(strategy):
+    H = symgrad.compile(mixed, shapes=[(2,), ()]).hessian
+    x, y = np.array([0.7, -1.2]), 1.3
+    (hxx, hxy), (hyx, hyy) = H(x, y)
+    assert hxx.shape == (2, 2) and hxy.shape == (2,) and hyx.shape == (2,) and hyy.shape == ()
+    s = math.sin(x[1] * y)
+    c = math.cos(x[1] * y)
+    np.testing.assert_allclose(hxx, [[2 * y, 0], [0, -y * y * s]], rtol=1e-14)
+    np.testing.assert_allclose(hxy, [2 * x[0], c - x[1] * y * s], rtol=1e-14)
+    np.testing.assert_allclose(hyx, hxy, rtol=1e-14)
+    np.testing.assert_allclose(hyy, -x[1] ** 2 * s, rtol=1e-14)
+
+
+def test_grad_argnums_follow_jax():
+    gx = symgrad.grad(mixed, argnums=0, shapes=[(2,), ()])
+    gy = symgrad.grad(mixed, argnums=1, shapes=[(2,), ()])
+    both = symgrad.grad(mixed, shapes=[(2,), ()])
+    x, y = np.array([0.7, -1.2]), 1.3
+    assert isinstance(gx(x, y), np.ndarray) and gx(x, y).shape == (2,)
+    assert np.ndim(gy(x, y)) == 0
+    a, b = both(x, y)
+    np.testing.assert_array_equal(a, gx(x, y))
+    np.testing.assert_array_equal(b, gy(x, y))
+    np.testing.assert_allclose(b, x[0] ** 2 + x[1] * math.cos(x[1] * y), rtol=1e-14)
+
+
+def kinks(x, y):
+    return max(x, y) + 2 * min(x, 0.5) + abs(x * y)
+
+
+def test_kinks_have_one_sided_derivatives():
+    gx, gy = symgrad.grad(kinks)(np.array([-1.0, 0.2, 0.7, 2.0]), np.array([0.0, 1.0, -1.0, 1.5]))
+    # d/dx: [x > y] + 2 [x < 0.5] + y sign(xy)
+    np.testing.assert_array_equal(gx, [0 + 2 + 0, 0 + 2 + 1, 1 + 0 + 1, 1 + 0 + 1.5])
+    np.testing.assert_array_equal(gy, [1 + 0, 1 + 0.2, 0 - 0.7, 0 + 2.0])  # d|xy|/dy = x sign(xy)
+
+
+def test_broadcasting_two_arguments():
+    F = symgrad.compile(lambda x, y: x * math.exp(y) + y * y)
+    x = np.linspace(-1, 1, 5)[:, None]
+    y = np.linspace(0, 2, 4)[None, :]
+    v = F(x, y)
+    gx, gy = F.grad(x, y)
+    assert v.shape == gx.shape == gy.shape == (5, 4)
+    np.testing.assert_allclose(v, x * np.exp(y) + y * y, rtol=1e-15)
+    np.testing.assert_allclose(gx, np.broadcast_to(np.exp(y), (5, 4)), rtol=1e-15)
+    np.testing.assert_allclose(gy, x * np.exp(y) + 2 * y, rtol=1e-15)
+    # core shapes stay trailing while batch dimensions broadcast
+    G = symgrad.grad(lambda a, s: s * np.dot(a, a), argnums=0, shapes=[(3,), ()])
+    a = np.arange(6.0).reshape(2, 1, 3)
+    s = np.array([1.0, 2.0, 3.0])
+    assert G(a, s).shape == (2, 3, 3)
+    np.testing.assert_allclose(G(a, s), 2 * s[None, :, None] * a, rtol=1e-15)
+
+
+def test_float32_kernels():
+    F = symgrad.compile(seed, dtype="float32")
+    xs = np.linspace(-1.0, 2.0, 101)
+    g = F.grad(xs)
+    assert g.dtype == np.float32
+    ref = mp_eval(sp.diff(SEED, X), xs.astype(np.float32))
+    scale = np.maximum(np.abs(ref), 1e3)  # cancellation near the roots of f': compare on the scale of its terms
+    assert np.max(np.abs(g - ref) / scale) < 1e-4
+    assert "float" in F.grad.c_source and "double" not in F.grad.c_source.split("symgrad_rt.h")[1]
+    assert symgrad.compile(lambda x: math.sin(x), dtype="float32")(np.float32(1.0)).dtype == np.float32
+
+
+def test_out_argument():
+    F = symgrad.compile(mixed, shapes=[(2,), ()])
+    x = np.random.default_rng(4).uniform(-1, 1, (6, 2))
+    y = np.linspace(0, 1, 6)
+    ox, oy = np.empty((6, 2)), np.empty(6)
+    res = F.grad(x, y, out=(ox, oy))
+    assert res[0] is ox and res[1] is oy
+    rx, ry = F.grad(x, y)
+    np.testing.assert_array_equal(ox, rx)
+    np.testing.assert_array_equal(oy, ry)
+    o = np.empty(6)
+    assert F(x, y, out=o) is o
+    np.testing.assert_array_equal(o, F(x, y))
+
+
+def test_expr_and_c_source():
+    F = symgrad.compile(seed)
+    assert sp.expand(F.expr - SEED.subs(X, sp.Symbol("x", real=True))) == 0
+    xr = sp.Symbol("x", real=True)
+    assert sp.expand(F.grad.expr - sp.diff(SEED.subs(X, xr), xr)) == 0
+    src = F.grad.c_source
+    assert "void seed_grad(" in src and "seed_grad_batch(int64_t n" in src
+    assert "pow(" not in src  # integer powers are multiplications
+
+
+def test_constant_and_identity_functions():
+    F = symgrad.compile(lambda x, y: 3.5)
+    assert F(1.0, 2.0) == 3.5
+    gx, gy = F.grad(np.ones(3), 2.0)
+    np.testing.assert_array_equal(gx, 0)
+    np.testing.assert_array_equal(gy, 0)
+    np.testing.assert_array_equal(symgrad.grad(lambda x: x)(np.arange(3.0)), 1)
+
+
+def test_empty_batch():
+    F = symgrad.compile(seed)
+    assert F.grad(np.empty(0)).shape == (0,)
