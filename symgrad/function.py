@@ -53,12 +53,15 @@ class Function:
         return self.kernel.source
 
     def _library(self):
+        """The compiled kernel and what calling it needs, built once."""
         with self._lock:
             if self._lib is None:
                 from .build import build
                 k = self.kernel
                 mod = build(k.source, k.cdecl)
-                self._lib = (mod.ffi, getattr(mod.lib, self.c_name + "_batch"))
+                self._lib = _Plan(self.program, self.dtype, self._structure, mod.ffi,
+                                  getattr(mod.lib, self.c_name + "_batch"),
+                                  getattr(mod.lib, self.c_name + "_scalar", None))
             return self._lib
 
     # -- derived functions ---------------------------------------------------------------
@@ -138,6 +141,13 @@ class Function:
 
     # -- calling ------------------------------------------------------------------------
     def __call__(self, *args, out=None):
+        plan = self._lib or self._library()
+        if plan.scalar is not None and out is None and len(args) == plan.nargs:
+            for a in args:
+                if type(a) not in _PYNUM:
+                    break
+            else:
+                return plan.call_scalar(args)
         prog = self.program
         if len(args) != len(prog.args):
             names = ", ".join(a.name for a in prog.args)
@@ -158,14 +168,14 @@ class Function:
             raise ValueError(f"the batch dimensions of the arguments do not broadcast: "
                              + ", ".join(f"{a.name}: {b}" for a, b in zip(prog.args, batches))) from None
         n = prod(batch)
-        ins = [np.ascontiguousarray(np.broadcast_to(x, batch + a.shape)) for x, a in zip(arrays, prog.args)]
+        ins = [np.ascontiguousarray(x if b == batch else np.broadcast_to(x, batch + a.shape))
+               for x, b, a in zip(arrays, batches, prog.args)]
         results = self._outputs(out, batch)
         work = [r if r.flags.c_contiguous and r.flags.writeable else np.empty_like(r) for r in results]
         if n:
-            ffi, fn = self._library()
-            ct = _CTYPES[str(self.dtype)] + "[]"
-            fn(n, *[ffi.from_buffer(ct, x) for x in ins],
-               *[ffi.from_buffer(ct, w, require_writable=True) for w in work])
+            ffi, ct = plan.ffi, plan.ctype
+            plan.batch(n, *[ffi.from_buffer(ct, x) for x in ins],
+                       *[ffi.from_buffer(ct, w, require_writable=True) for w in work])
         for r, w in zip(results, work):
             if r is not w:
                 r[...] = w
@@ -195,6 +205,43 @@ class Function:
     def __repr__(self):
         args = ", ".join(f"{a.name}{list(a.shape)}" for a in self.program.args) if self._program else "..."
         return f"<symgrad.Function {self.c_name}({args}) {self.dtype}>"
+
+
+_PYNUM = (float, int, np.float64)
+
+
+class _Plan:
+    """A loaded kernel and the fixed facts needed to call it."""
+
+    def __init__(self, prog, dtype, structure, ffi, batch, scalar):
+        self.ffi, self.batch, self.scalar = ffi, batch, scalar
+        self.nargs, self.structure = len(prog.args), structure
+        self.ctype = _CTYPES[str(dtype)] + "[]"
+        self.scalar_type = dtype.type
+        self.sizes = [o.size for o in prog.outputs]
+        self.shapes = [o.shape for o in prog.outputs]
+        self.total = sum(self.sizes)
+        self.all_scalar = all(sz == 1 and sh == () for sz, sh in zip(self.sizes, self.shapes))
+        self._tls = threading.local()
+
+    def call_scalar(self, args):
+        buf = getattr(self._tls, "buf", None)
+        if buf is None:
+            buf = self._tls.buf = self.ffi.new(self.ctype, self.total)
+        self.scalar(*args, buf)
+        t = self.scalar_type
+        if self.all_scalar:
+            if self.total == 1:
+                return t(buf[0])
+            flat = [t(buf[i]) for i in range(self.total)]
+        else:
+            arr = np.frombuffer(self.ffi.buffer(buf), dtype=t).copy()
+            flat, k = [], 0
+            for sz, sh in zip(self.sizes, self.shapes):
+                part = arr[k:k + sz].reshape(sh)
+                flat.append(part[()] if sh == () else part)
+                k += sz
+        return _nest(self.structure, flat)
 
 
 def _real_array(x, name, dtype):
