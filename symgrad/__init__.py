@@ -27,12 +27,16 @@ def compile(f=None, shapes=None, *, dtype="float64"):
         return f
     if not callable(f):
         raise TypeError(f"symgrad.compile expects a Python function, got {type(f).__name__}")
-    from .trace import trace, traced_params
-    traced_params(f, shapes)  # check shapes against the signature now, not at first call
+    from .signature import traced_params
+    names, core = traced_params(f, shapes)  # check shapes against the signature now
     name = re.sub(r"\W", "_", getattr(f, "__name__", "f")) or "f"
     if name == "_lambda_":
         name = "lambda"
-    return Function(name, lambda: trace(f, shapes), dtype)
+
+    def make_program():
+        from .trace import trace
+        return trace(f, shapes)
+    return Function(name, make_program, dtype, args=tuple(zip(names, core)))
 
 
 def _verb(kind):

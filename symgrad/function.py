@@ -16,11 +16,16 @@ _CTYPES = {"float64": "double", "float32": "float"}
 class Function:
     """A compiled numeric function of fixed-shape arguments (see ``symgrad.compile``)."""
 
-    def __init__(self, name, make_program, dtype="float64", kind="value", structure=0, parent=None):
-        if str(np.dtype(dtype)) not in _CTYPES:
+    def __init__(self, name, make_program, dtype="float64", kind="value", structure=0, args=()):
+        try:
+            dt = np.dtype(dtype)
+        except TypeError:
+            dt = None
+        if str(dt) not in _CTYPES:
             raise ValueError(f"dtype must be 'float64' or 'float32', got {dtype!r}")
-        self.name, self.kind, self.dtype = name, kind, np.dtype(dtype)
-        self._make_program, self._structure, self._parent = make_program, structure, parent
+        self.name, self.kind, self.dtype = name, kind, dt
+        self.args = args  # ((name, core shape), ...), known before tracing
+        self._make_program, self._structure = make_program, structure
         self._lock = threading.RLock()
         self._program = self._kernel = self._lib = None
 
@@ -77,20 +82,20 @@ class Function:
             outs.append(part[0] if o.shape == () else sp.ImmutableDenseNDimArray(part, o.shape))
         return _nest(self._structure, outs)
 
-    def _derive(self, kind, argnums, cname=None):
-        from . import differentiate as D
-        nargs = len(self.program.args)
-        structure_args, argnums = _argnums(argnums, nargs, self.program)
-        make = {
-            "grad": lambda: D.grad(self.program, argnums),
-            "value_and_grad": lambda: D.grad(self.program, argnums, with_value=True),
-            "jacobian": lambda: D.jacobian(self.program, argnums),
-            "hessian": lambda: D.hessian(self.program, argnums),
-        }[kind]
-        if kind in ("grad", "value_and_grad", "hessian"):
-            D._check_scalar(self.program, kind)
-        if kind == "jacobian" and len(self.program.outputs) != 1:
-            raise ValueError("jacobian of a function with several results: take it of one result")
+    def _derive(self, kind, argnums):
+        structure_args, argnums = _argnums(argnums, len(self.args))
+
+        def make():
+            from . import differentiate as D
+            if kind in ("grad", "value_and_grad", "hessian"):
+                D._check_scalar(self.program, kind)
+            if kind == "jacobian" and len(self.program.outputs) != 1:
+                raise ValueError("jacobian of a function with several results: take it of one result")
+            if kind == "jacobian":
+                return D.jacobian(self.program, argnums)
+            if kind == "hessian":
+                return D.hessian(self.program, argnums)
+            return D.grad(self.program, argnums, with_value=kind == "value_and_grad")
         if kind == "grad":
             structure = structure_args
         elif kind == "value_and_grad":
@@ -101,7 +106,7 @@ class Function:
             m = len(argnums)
             structure = (0 if isinstance(structure_args, int)
                          else tuple(tuple(i * m + j for j in range(m)) for i in range(m)))
-        return Function(self.name, make, self.dtype, cname or kind, structure, self)
+        return Function(self.name, make, self.dtype, kind, structure, self.args)
 
     @property
     def grad(self):
@@ -125,40 +130,41 @@ class Function:
 
     def derivative(self, n, argnum=0):
         """n-th derivative of every result w.r.t. the scalar argument ``argnum``."""
-        from . import differentiate as D
-        if not isinstance(n, int) or n < 0:
+        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
             raise ValueError(f"derivative order must be a non-negative int, got {n!r}")
-        nargs = len(self.program.args)
-        if not -nargs <= argnum < nargs:
-            raise ValueError(f"argnum {argnum} out of range for a function of {nargs} arguments")
+        nargs = len(self.args)
+        if not isinstance(argnum, int) or isinstance(argnum, bool) or not -nargs <= argnum < nargs:
+            raise ValueError(f"argnum must be an int in range for a function of {nargs} arguments, "
+                             f"got {argnum!r}")
         argnum %= nargs
-        a = self.program.args[argnum]
-        if a.shape != ():
-            raise ValueError(f"derivative(n) needs a scalar argument, but {a.name!r} has shape "
-                             f"{a.shape}; use .jacobian or .hessian for array arguments")
-        return Function(self.name, lambda: D.nth(self.program, n, argnum), self.dtype, f"d{n}",
-                        self._structure, self)
+        name, shape = self.args[argnum]
+        if shape != ():
+            raise ValueError(f"derivative(n) needs a scalar argument, but {name!r} has shape "
+                             f"{shape}; use .jacobian or .hessian for array arguments")
+
+        def make():
+            from .differentiate import nth
+            return nth(self.program, n, argnum)
+        return Function(self.name, make, self.dtype, f"d{n}", self._structure, self.args)
 
     # -- calling ------------------------------------------------------------------------
     def __call__(self, *args, out=None):
-        plan = self._lib or self._library()
-        if plan.scalar is not None and out is None and len(args) == plan.nargs:
+        plan = self._lib
+        if plan is not None and plan.scalar is not None and out is None and len(args) == plan.nargs:
             for a in args:
                 if type(a) not in _PYNUM:
                     break
             else:
                 return plan.call_scalar(args)
-        prog = self.program
-        if len(args) != len(prog.args):
-            names = ", ".join(a.name for a in prog.args)
-            raise TypeError(f"{self.name} ({self.kind}) takes {len(prog.args)} argument(s) ({names}), "
+        if len(args) != len(self.args):
+            names = ", ".join(name for name, _ in self.args)
+            raise TypeError(f"{self.name} ({self.kind}) takes {len(self.args)} argument(s) ({names}), "
                             f"got {len(args)}")
         arrays, batches = [], []
-        for a, x in zip(prog.args, args):
-            arr = _real_array(x, a.name, self.dtype)
-            core = a.shape
+        for (name, core), x in zip(self.args, args):
+            arr = _real_array(x, name, self.dtype)
             if arr.ndim < len(core) or arr.shape[arr.ndim - len(core):] != core:
-                raise ValueError(f"argument {a.name!r} must have trailing (core) shape {core}, "
+                raise ValueError(f"argument {name!r} must have trailing (core) shape {core}, "
                                  f"got an array of shape {arr.shape}")
             arrays.append(arr)
             batches.append(arr.shape[:arr.ndim - len(core)])
@@ -166,12 +172,17 @@ class Function:
             batch = np.broadcast_shapes(*batches)
         except ValueError:
             raise ValueError(f"the batch dimensions of the arguments do not broadcast: "
-                             + ", ".join(f"{a.name}: {b}" for a, b in zip(prog.args, batches))) from None
+                             + ", ".join(f"{name}: {b}" for (name, _), b in zip(self.args, batches))) from None
+        plan = plan or self._library()
         n = prod(batch)
-        ins = [np.ascontiguousarray(x if b == batch else np.broadcast_to(x, batch + a.shape))
-               for x, b, a in zip(arrays, batches, prog.args)]
-        results = self._outputs(out, batch)
-        work = [r if r.flags.c_contiguous and r.flags.writeable else np.empty_like(r) for r in results]
+        ins = [np.ascontiguousarray(x if b == batch else np.broadcast_to(x, batch + core))
+               for x, b, (_, core) in zip(arrays, batches, self.args)]
+        results = self._outputs(out, batch, plan)
+        # Write straight into a result only if it is C-contiguous and shares no memory with
+        # an input (the kernel's pointers are restrict); otherwise through a scratch array.
+        work = [r if r.flags.c_contiguous and r.flags.writeable
+                and not any(np.may_share_memory(r, x) for x in ins) else np.empty(r.shape, r.dtype)
+                for r in results]
         if n:
             ffi, ct = plan.ffi, plan.ctype
             plan.batch(n, *[ffi.from_buffer(ct, x) for x in ins],
@@ -184,8 +195,8 @@ class Function:
         outs = [r[()] if r.ndim == 0 else r for r in results]
         return _nest(self._structure, outs)
 
-    def _outputs(self, out, batch):
-        shapes = [batch + o.shape for o in self.program.outputs]
+    def _outputs(self, out, batch, plan):
+        shapes = [batch + s for s in plan.shapes]
         if out is None:
             return [np.empty(s, self.dtype) for s in shapes]
         flat = _flatten(self._structure, out)
@@ -203,7 +214,7 @@ class Function:
         return flat
 
     def __repr__(self):
-        args = ", ".join(f"{a.name}{list(a.shape)}" for a in self.program.args) if self._program else "..."
+        args = ", ".join(f"{name}{list(shape)}" for name, shape in self.args)
         return f"<symgrad.Function {self.c_name}({args}) {self.dtype}>"
 
 
@@ -245,6 +256,8 @@ class _Plan:
 
 
 def _real_array(x, name, dtype):
+    if isinstance(x, np.ma.MaskedArray):
+        raise TypeError(f"argument {name!r} is a masked array; pass plain values (e.g. x.filled(np.nan))")
     arr = np.asarray(x)
     if arr.dtype.kind == "c":
         raise TypeError(f"argument {name!r} is complex; symgrad functions take real numbers")
@@ -254,14 +267,18 @@ def _real_array(x, name, dtype):
     return arr.astype(dtype, copy=False)
 
 
-def _argnums(argnums, nargs, prog):
+def _argnums(argnums, nargs):
     """(structure, list of argument indices) in JAX's convention."""
     if argnums is None:
         argnums = 0 if nargs == 1 else tuple(range(nargs))
-    single = isinstance(argnums, int)
+    single = isinstance(argnums, int) and not isinstance(argnums, bool)
+    if not single and not isinstance(argnums, (tuple, list)):
+        raise ValueError(f"argnums must be an int or a tuple of ints, got {argnums!r}")
     nums = [argnums] if single else list(argnums)
+    if not nums:
+        raise ValueError("argnums is empty: name at least one argument to differentiate by")
     for i in nums:
-        if not isinstance(i, int) or not -nargs <= i < nargs:
+        if not isinstance(i, int) or isinstance(i, bool) or not -nargs <= i < nargs:
             raise ValueError(f"argnums must be ints in range for {nargs} argument(s), got {argnums!r}")
     nums = [i % nargs for i in nums]
     if len(set(nums)) != len(nums):

@@ -5,7 +5,6 @@ assignment ``t_k = op(...)`` to the current program (identical right-hand sides 
 shared), so tracing costs time linear in the operations the function performs."""
 from __future__ import annotations
 
-import inspect
 import linecache
 import numbers
 import os
@@ -21,6 +20,7 @@ from sympy.logic.boolalg import BooleanAtom, BooleanFunction
 from . import mathfns
 from .errors import TraceError
 from .program import Arg, Output, Program
+from .signature import traced_params
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _state = threading.local()
@@ -85,19 +85,22 @@ def apply(fn, *args):
     return Value(_state.tracer.record(e))
 
 
+def _other(other):
+    if isinstance(other, (complex, np.complexfloating)):
+        raise TraceError(f"complex number {other!r} combined with a traced value at {user_site()}: "
+                         "symgrad differentiates real functions")
+    return isinstance(other, Value) or const(other) is not None
+
+
 def _binary(fn):
     def op(self, other):
-        if not (isinstance(other, Value) or const(other) is not None):
-            return NotImplemented
-        return apply(fn, self, other)
+        return apply(fn, self, other) if _other(other) else NotImplemented
     return op
 
 
 def _rbinary(fn):
     def op(self, other):
-        if const(other) is None:
-            return NotImplemented
-        return apply(fn, other, self)
+        return apply(fn, other, self) if _other(other) else NotImplemented
     return op
 
 
@@ -147,11 +150,18 @@ class Value:
     __floor__ = _leaves("math.floor()")
     __ceil__ = _leaves("math.ceil()")
     __floordiv__ = __rfloordiv__ = _leaves("// (floor division)")
+    __divmod__ = __rdivmod__ = _leaves("divmod()")
+    __format__ = _leaves("format() / f-string formatting")
+    rint = _leaves("numpy rounding (np.round/np.rint)")
     __mod__ = __rmod__ = _leaves("% (modulo)")
     __bool__ = _leaves("truth value (if/while/and/or)")
 
     def __array_ufunc__(self, ufunc, method, *args, **kw):
         from .shims import numpy_ufunc
+        if "out" in kw:
+            raise TraceError(f"numpy.{ufunc.__name__}(..., out=...) or an in-place operation stores a traced "
+                             f"value into a float array at {user_site()}: build an object array "
+                             "(dtype=object) or a list instead")
         if method != "__call__" or kw:
             return NotImplemented
         return numpy_ufunc(ufunc)(*args)
@@ -186,13 +196,18 @@ class Condition:
         self.e = e
 
     def __bool__(self):
-        if self.e in (sp.true, sp.false):
-            return bool(self.e)
         raise TraceError(
             f"a Python branch depends on a traced value at {user_site()} (condition {self.e}). "
             "symgrad traces one path and cannot follow data-dependent `if`, `while`, `and`, "
             "`or` or `min`/`max` with a key. Write symgrad.where(cond, a, b) instead, e.g. "
             "`y = symgrad.where(x > 0, x, -x)`.")
+
+    def _arith(self, *a):
+        raise TraceError(f"arithmetic on a traced comparison at {user_site()} (condition {self.e}): "
+                         "write symgrad.where(cond, 1.0, 0.0) to turn a condition into a number")
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _arith
+    __neg__ = __float__ = __int__ = __index__ = __pow__ = __rpow__ = _arith
 
     def __and__(self, o):
         return Condition(sp.And(self.e, _cond(o)))
@@ -239,38 +254,6 @@ def select_max(a, b):
 
 def select_min(a, b):
     return apply(lambda x, y: sp.Piecewise((y, sp.Lt(y, x)), (x, True)), a, b)
-
-
-def _parse_shapes(shapes, n):
-    if shapes is None:
-        return [()] * n
-    if isinstance(shapes, int) or not hasattr(shapes, "__len__"):
-        raise ValueError(f"shapes must list one core shape per argument, e.g. shapes=[(), (8,)]; got {shapes!r}")
-    out = []
-    for s in shapes:
-        s = (s,) if isinstance(s, numbers.Integral) else tuple(s)
-        if not all(isinstance(d, numbers.Integral) and d >= 1 for d in s):
-            raise ValueError(f"each shape must be a tuple of positive ints, e.g. (3,) or (2, 2); got {s!r}")
-        out.append(tuple(int(d) for d in s))
-    return out
-
-
-def traced_params(fn, shapes):
-    """Names and core shapes of the arguments a function is traced over."""
-    try:
-        sig = inspect.signature(fn)
-    except (TypeError, ValueError):
-        raise TypeError(f"symgrad needs a Python function, got {fn!r}") from None
-    params = [p for p in sig.parameters.values()
-              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    if any(p.kind == p.VAR_POSITIONAL for p in sig.parameters.values()) and shapes is None:
-        raise TypeError(f"{fn.__name__} takes *args: pass shapes=[...] with one shape per argument")
-    required = [p for p in params if p.default is p.empty]
-    n = len(required) if shapes is None else len(shapes)
-    if n > len(params) and not any(p.kind == p.VAR_POSITIONAL for p in sig.parameters.values()):
-        raise ValueError(f"shapes gives {n} argument shapes but {fn.__name__} takes {len(params)} positional arguments")
-    names = [params[i].name if i < len(params) else f"arg{i}" for i in range(n)]
-    return names, _parse_shapes(shapes, n)
 
 
 def trace(fn, shapes=None):

@@ -188,7 +188,7 @@ def render(prog, name, target: Target) -> Kernel:
                 f"    SYMGRAD_BATCH_FOR {name}_point({shifted});", "}", ""]
         cdecl = (f"void {name}({', '.join(plain)});\n"
                  f"void {name}_batch(int64_t n, {', '.join(plain)});\n")
-        if all(a.size == 1 for a in prog.args):
+        if all(a.shape == () for a in prog.args):
             # Scalar arguments by value, all results into one buffer: the cheapest call from Python.
             byval = ", ".join([f"{T} {c}" for c in arg_names] + [f"{T} *res"])
             offsets = [sum(o.size for o in prog.outputs[:k]) for k in range(len(prog.outputs))]
