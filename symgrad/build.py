@@ -28,8 +28,12 @@ _loaded = {}
 _lock = threading.Lock()
 
 # IEEE semantics: no -ffast-math; no FMA contraction, so every operation rounds as written
-# and results do not depend on vectorisation or thread count.
-BASE_FLAGS = ("-O3", "-fno-math-errno", "-ffp-contract=off", "-fPIC", "-shared")
+# and results do not depend on vectorisation or thread count. sin/cos are not builtins so
+# that gcc keeps them apart (its sincos fusion cannot be vectorised).
+BASE_FLAGS = ("-O3", "-fno-math-errno", "-ffp-contract=off", "-fno-builtin-sin", "-fno-builtin-cos",
+              "-fPIC", "-shared")
+# glibc's vector math library (see csrc/symgrad_rt.h); x86-64 Linux only.
+VECTOR_MATH = sys.platform.startswith("linux") and platform.machine() in ("x86_64", "AMD64")
 
 
 def csrc_dir() -> Path:
@@ -75,8 +79,10 @@ def _runtime_header():
     return (csrc_dir() / "symgrad_rt.h").read_bytes()
 
 
-def flags(native=True, openmp=True):
-    return BASE_FLAGS + (("-march=native",) if native else ()) + (("-fopenmp",) if openmp else ())
+def flags(native=True, openmp=True, vector_math=VECTOR_MATH):
+    """Compiler and linker flags of one build configuration."""
+    return (BASE_FLAGS + (("-march=native",) if native else ()) + (("-fopenmp",) if openmp else ())
+            + (("-lmvec",) if vector_math and openmp else ("-DSYMGRAD_NO_VECTOR_MATH",)))
 
 
 def cache_key(source, cdecl, build_flags):
@@ -90,9 +96,9 @@ def cache_key(source, cdecl, build_flags):
     return h.hexdigest()[:32]
 
 
-def build(source: str, cdecl: str, *, native=True, openmp=True):
+def build(source: str, cdecl: str, *, native=True, openmp=True, vector_math=VECTOR_MATH):
     """Return the cffi ``lib`` for ``source``, compiling only when no cached copy exists."""
-    build_flags = flags(native, openmp)
+    build_flags = flags(native, openmp, vector_math)
     key = cache_key(source, cdecl, build_flags)
     with _lock:
         lib = _loaded.get(key)
@@ -103,8 +109,11 @@ def build(source: str, cdecl: str, *, native=True, openmp=True):
             try:
                 _compile(source, cdecl, key, path, build_flags)
             except CompileError as e:
-                if openmp and "openmp" in str(e).lower():  # a compiler without OpenMP: go serial
-                    return build(source, cdecl, native=native, openmp=False)
+                msg = str(e).lower()
+                if vector_math and "mvec" in msg:  # no libmvec: scalar <math.h>
+                    return build(source, cdecl, native=native, openmp=openmp, vector_math=False)
+                if openmp and "openmp" in msg:  # a compiler without OpenMP: go serial
+                    return build(source, cdecl, native=native, openmp=False, vector_math=False)
                 raise
         lib = _loaded[key] = _load(key, path)
         return lib
@@ -123,8 +132,9 @@ def _compile(source, cdecl, key, path, build_flags):
         c_file = os.path.join(tmp, f"_sg_{key}.c")
         make_c_source(ffi, f"_sg_{key}", source, c_file)
         out = os.path.join(tmp, path.name)
-        cmd = [*cc, *build_flags, "-I", str(csrc_dir()), "-I", sysconfig.get_paths()["include"],
-               c_file, "-o", out, "-lm"]
+        libs = [f for f in build_flags if f.startswith("-l")]
+        cmd = [*cc, *[f for f in build_flags if not f.startswith("-l")], "-I", str(csrc_dir()),
+               "-I", sysconfig.get_paths()["include"], c_file, "-o", out, *libs, "-lm"]
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
             kept = path.with_suffix(".failed.c")
