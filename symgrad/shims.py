@@ -10,6 +10,7 @@ from __future__ import annotations
 import builtins
 import functools
 import math
+import sys
 import sysconfig
 import types
 
@@ -122,7 +123,7 @@ class _Ufunc:
 
 def _boxed(a):
     if isinstance(a, np.ndarray):
-        return a
+        return a.view(np.ndarray)  # a TracedArray would send the frompyfunc back to us
     box = np.empty((), dtype=object)
     box[()] = a
     return box
@@ -235,9 +236,41 @@ class _LazyModule(types.ModuleType):
         return v
 
 
+class _InstanceProxy:
+    """A user object seen by traced code: attribute reads (methods included) are rewritten."""
+
+    __slots__ = ("_sg_obj", "_sg_rewriter")
+
+    def __init__(self, obj, rewriter):
+        object.__setattr__(self, "_sg_obj", obj)
+        object.__setattr__(self, "_sg_rewriter", rewriter)
+
+    def __getattr__(self, k):
+        v = getattr(self._sg_obj, k)
+        if isinstance(v, types.MethodType) and v.__self__ is self._sg_obj:
+            return types.MethodType(self._sg_rewriter.value(v.__func__), self)
+        return self._sg_rewriter.value(v)
+
+    def __setattr__(self, k, v):
+        setattr(self._sg_obj, k, v)
+
+    def __call__(self, *a, **kw):
+        call = type(self._sg_obj).__call__
+        return self._sg_rewriter.value(call)(self, *a, **kw)
+
+
+# Containers up to this size are rewritten element by element (tables of functions).
+_MAX_CONTAINER = 10_000
+
+
 class _Rewriter:
     def __init__(self):
         self.memo, self.globals_memo = {}, {}
+        self.builtins = dict(BUILTINS, __import__=self._import)
+
+    def _import(self, name, globals=None, locals=None, fromlist=(), level=0):
+        """`import` run by traced code: the imported module is rewritten like a global."""
+        return self.value(builtins.__import__(name, globals, locals, fromlist, level))
 
     def value(self, v):
         hit = _DIRECT.get(id(v))
@@ -255,6 +288,19 @@ class _Rewriter:
                 **{k: self.value(x) for k, x in v.keywords.items()})
         elif isinstance(v, types.ModuleType) and _is_user_module(v):
             new = self.memo[id(v)] = _LazyModule(v, self)
+        elif isinstance(v, (tuple, list, dict)) and len(v) <= _MAX_CONTAINER:
+            self.memo[id(v)] = v  # a container that holds itself
+            items = list(v.items()) if isinstance(v, dict) else list(v)
+            new_items = [(k, self.value(x)) for k, x in items] if isinstance(v, dict) else \
+                [self.value(x) for x in items]
+            same = all(a is b for a, b in zip(
+                [x for _, x in items] if isinstance(v, dict) else items,
+                [x for _, x in new_items] if isinstance(v, dict) else new_items))
+            new = v if same else (dict(new_items) if isinstance(v, dict) else type(v)(new_items)
+                                  if type(v) in (tuple, list) else v)
+            self.memo[id(v)] = new
+        elif _is_user_object(v):
+            new = self.memo[id(v)] = _InstanceProxy(v, self)
         else:
             return v
         return new
@@ -263,7 +309,7 @@ class _Rewriter:
         # Register the copy before filling its globals and cells: recursion finds it.
         g, fresh = self.globals_memo.get(id(fn.__globals__)), False
         if g is None:
-            g, fresh = {"__builtins__": BUILTINS}, True
+            g, fresh = {"__builtins__": self.builtins}, True
             self.globals_memo[id(fn.__globals__)] = g
         cells = tuple(types.CellType() for _ in fn.__closure__ or ())
         new = types.FunctionType(fn.__code__, g, fn.__name__, None, cells or None)
@@ -286,7 +332,19 @@ class _Rewriter:
         return new
 
 
+def _is_user_object(v):
+    """An instance of a class defined in user code (its methods may call math)."""
+    cls = type(v)
+    if isinstance(v, (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType)):
+        return False
+    mod = sys.modules.get(cls.__module__)
+    return mod is not None and _is_user_module(mod) and hasattr(cls, "__dict__") and \
+        any(isinstance(a, types.FunctionType) for a in vars(cls).values())
+
+
 def _is_user_module(m):
+    if m.__name__ == "__main__":  # a script, `python -c`, a notebook
+        return True
     f = getattr(m, "__file__", None)
     return (f is not None and not _is_library(m.__name__) and "site-packages" not in f
             and not f.startswith(_STDLIB))

@@ -187,6 +187,27 @@ for _name in mathfns.NUMPY:
         setattr(Value, _name, _method(_name))
 
 
+class TracedArray(np.ndarray):
+    """An array argument as traced code sees it: an object array of Values whose numpy
+    ufuncs (comparisons, np.maximum, reductions such as np.max) go through symgrad."""
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kw):
+        from .shims import numpy_ufunc
+        out = kw.pop("out", None)
+        if out is not None and any(o is not None for o in (out if isinstance(out, tuple) else (out,))):
+            raise TraceError(f"numpy.{ufunc.__name__}(..., out=...) stores traced values at {user_site()}: "
+                             "use the returned array instead")
+        plain = [x.view(np.ndarray) if isinstance(x, TracedArray) else x for x in inputs]
+        shim = numpy_ufunc(ufunc)
+        if not hasattr(shim, "_obj"):  # no stand-in (np.matmul ...): numpy's object loop
+            res = getattr(ufunc, method)(*plain, **kw)
+        elif method == "__call__":
+            res = shim(*plain, **kw)
+        else:
+            res = getattr(shim._obj, method)(*plain, **kw)
+        return res.view(TracedArray) if isinstance(res, np.ndarray) and res.dtype == object else res
+
+
 class Condition:
     """A traced comparison; it cannot become a Python bool (that would fix a branch)."""
 
@@ -269,7 +290,9 @@ def trace(fn, shapes=None):
         else:
             idx = np.ndindex(*shape)
             syms = tuple(sp.Symbol(name + "_" + "_".join(map(str, i)), real=True) for i in idx)
-            values.append(np.array([Value(s) for s in syms], dtype=object).reshape(shape))
+            arr = np.empty(len(syms), dtype=object)
+            arr[:] = [Value(s) for s in syms]
+            values.append(arr.reshape(shape).view(TracedArray))
         args.append(Arg(name, shape, syms))
     tracer = Tracer()
     prev = getattr(_state, "tracer", None)

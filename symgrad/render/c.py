@@ -70,6 +70,16 @@ class Printer(C99CodePrinter):
     def _one(self):
         return "1.0F" if self.target.real == "float" else "1.0"
 
+    def _print_Integer(self, e):
+        # Beyond 2**53 a C integer literal could overflow; a double literal is what is meant.
+        return super()._print_Integer(e) if abs(e.p) < 2**53 else self._literal(e.p)
+
+    def _print_BooleanTrue(self, e):
+        return "1"
+
+    def _print_BooleanFalse(self, e):
+        return "0"
+
     def _print_Pi(self, e):
         return self._literal(sp.pi.evalf(20))
 
