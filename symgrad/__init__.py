@@ -36,7 +36,7 @@ def compile(f=None, shapes=None, *, dtype="float64"):
     def make_program():
         from .trace import trace
         return trace(f, shapes)
-    return Function(name, make_program, dtype, args=tuple(zip(names, core)))
+    return Function(name, make_program, dtype, args=tuple(zip(names, core)), origin=(f, shapes))
 
 
 def _verb(kind):

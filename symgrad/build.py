@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.machinery
+import json
 import importlib.util
 import os
 import platform
@@ -59,7 +60,7 @@ def compiler():
 
 
 @lru_cache(maxsize=None)
-def _machine():
+def machine():
     """What -march=native depends on: the architecture and the CPU's feature flags."""
     flags = ""
     try:
@@ -90,7 +91,7 @@ def cache_key(source, cdecl, build_flags):
     h = hashlib.sha256()
     for part in (VERSION, cffi.__version__, sys.implementation.cache_tag,
                  sysconfig.get_config_var("EXT_SUFFIX") or "", " ".join(compiler()),
-                 " ".join(build_flags), _machine(), cdecl, source):
+                 " ".join(build_flags), machine(), cdecl, source):
         h.update(part.encode() + b"\0")
     h.update(_runtime_header())
     return h.hexdigest()[:32]
@@ -116,7 +117,38 @@ def build(source: str, cdecl: str, *, native=True, openmp=True, vector_math=VECT
                     return build(source, cdecl, native=native, openmp=False, vector_math=False)
                 raise
         lib = _loaded[key] = _load(key, path)
+        lib._sg_key = key
         return lib
+
+
+def load_cached(key):
+    """The library cached under ``key``, or None: never compiles."""
+    with _lock:
+        lib = _loaded.get(key)
+        if lib is None:
+            path = cache_dir() / f"_sg_{key}{sysconfig.get_config_var('EXT_SUFFIX') or '.so'}"
+            if not path.exists():
+                return None
+            lib = _loaded[key] = _load(key, path)
+            lib._sg_key = key
+        return lib
+
+
+def index_get(fp):
+    """What an earlier process recorded for a function fingerprint (see fingerprint.py)."""
+    try:
+        with open(cache_dir() / "index" / f"{fp}.json") as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def index_put(fp, entry):
+    d = cache_dir() / "index"
+    d.mkdir(exist_ok=True, mode=0o700)
+    tmp = d / f".{fp}.{os.getpid()}.{threading.get_ident()}"
+    tmp.write_text(json.dumps(entry))
+    os.replace(tmp, d / f"{fp}.json")
 
 
 def _compile(source, cdecl, key, path, build_flags):

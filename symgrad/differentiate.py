@@ -11,10 +11,8 @@ from collections import defaultdict
 
 import sympy as sp
 
+from . import config
 from .program import Output, Program, split
-
-# Closed-form trees up to this many operations are differentiated as whole expressions.
-INLINE_LIMIT = 300
 
 
 def _wrt(prog, argnums):
@@ -81,7 +79,7 @@ def _reverse_rows(prog, exprs, wrt):
 def _rows(prog, exprs, wrt, strategy):
     """Jacobian rows of ``exprs`` (over prog's body) w.r.t. symbols ``wrt``."""
     if strategy != "reverse":
-        closed = prog.inlined(None if strategy == "expression" else INLINE_LIMIT)
+        closed = prog.inlined(None if strategy == "expression" else config.INLINE_LIMIT)
         if closed is not None:
             env = {}  # exprs may be a subset/reordering of outputs: inline them directly
             for t, e in prog.body:
@@ -93,7 +91,7 @@ def _rows(prog, exprs, wrt, strategy):
 
 def choose(prog):
     """'expression' for programs small enough to inline, else 'reverse'."""
-    return "expression" if prog.inlined(INLINE_LIMIT) is not None else "reverse"
+    return "expression" if prog.inlined(config.INLINE_LIMIT) is not None else "reverse"
 
 
 def grad(prog, argnums, strategy=None, with_value=False):

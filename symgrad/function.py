@@ -16,7 +16,8 @@ _CTYPES = {"float64": "double", "float32": "float"}
 class Function:
     """A compiled numeric function of fixed-shape arguments (see ``symgrad.compile``)."""
 
-    def __init__(self, name, make_program, dtype="float64", kind="value", structure=0, args=()):
+    def __init__(self, name, make_program, dtype="float64", kind="value", structure=0, args=(),
+                 origin=None, recipe=()):
         try:
             dt = np.dtype(dtype)
         except TypeError:
@@ -26,6 +27,8 @@ class Function:
         self.name, self.kind, self.dtype = name, kind, dt
         self.args = args  # ((name, core shape), ...), known before tracing
         self._make_program, self._structure = make_program, structure
+        # (python function, shapes) and the derivatives taken since: what the fingerprint covers
+        self._origin, self._recipe = origin, recipe
         self._lock = threading.RLock()
         self._program = self._kernel = self._lib = None
 
@@ -58,16 +61,37 @@ class Function:
         return self.kernel.source
 
     def _library(self):
-        """The compiled kernel and what calling it needs, built once."""
+        """The compiled kernel and what calling it needs, built once.
+
+        A kernel cached by an earlier process under this function's fingerprint is loaded
+        without tracing, differentiating or importing sympy."""
         with self._lock:
             if self._lib is None:
-                from .build import build
-                k = self.kernel
-                mod = build(k.source, k.cdecl)
-                self._lib = _Plan(self.program, self.dtype, self._structure, mod.ffi,
+                from . import build
+                fp = self._fingerprint()
+                entry = build.index_get(fp) if fp else None
+                mod = build.load_cached(entry["key"]) if entry else None
+                if mod is not None:
+                    shapes = [tuple(s) for s in entry["outputs"]]
+                else:
+                    k = self.kernel
+                    mod = build.build(k.source, k.cdecl)
+                    shapes = [o.shape for o in self.program.outputs]
+                    if fp:
+                        build.index_put(fp, {"key": mod._sg_key, "outputs": shapes})
+                self._lib = _Plan(shapes, len(self.args), self.dtype, self._structure, mod.ffi,
                                   getattr(mod.lib, self.c_name + "_batch"),
                                   getattr(mod.lib, self.c_name + "_scalar", None))
             return self._lib
+
+    def _fingerprint(self):
+        if self._origin is None:
+            return None
+        from . import build, config
+        from .fingerprint import fingerprint
+        fn, shapes = self._origin
+        return fingerprint(fn, self.c_name, shapes, str(self.dtype), self._recipe, config.snapshot(),
+                           build.flags(), build.machine())
 
     # -- derived functions ---------------------------------------------------------------
     @property
@@ -106,7 +130,8 @@ class Function:
             m = len(argnums)
             structure = (0 if isinstance(structure_args, int)
                          else tuple(tuple(i * m + j for j in range(m)) for i in range(m)))
-        return Function(self.name, make, self.dtype, kind, structure, self.args)
+        return Function(self.name, make, self.dtype, kind, structure, self.args, self._origin,
+                        self._recipe + ((kind, tuple(argnums)),))
 
     @property
     def grad(self):
@@ -145,7 +170,8 @@ class Function:
         def make():
             from .differentiate import nth
             return nth(self.program, n, argnum)
-        return Function(self.name, make, self.dtype, f"d{n}", self._structure, self.args)
+        return Function(self.name, make, self.dtype, f"d{n}", self._structure, self.args, self._origin,
+                        self._recipe + (("derivative", n, argnum),))
 
     # -- calling ------------------------------------------------------------------------
     def __call__(self, *args, out=None):
@@ -171,7 +197,7 @@ class Function:
         try:
             batch = np.broadcast_shapes(*batches)
         except ValueError:
-            raise ValueError(f"the batch dimensions of the arguments do not broadcast: "
+            raise ValueError("the batch dimensions of the arguments do not broadcast: "
                              + ", ".join(f"{name}: {b}" for (name, _), b in zip(self.args, batches))) from None
         plan = plan or self._library()
         n = prod(batch)
@@ -224,13 +250,13 @@ _PYNUM = (float, int, np.float64)
 class _Plan:
     """A loaded kernel and the fixed facts needed to call it."""
 
-    def __init__(self, prog, dtype, structure, ffi, batch, scalar):
+    def __init__(self, shapes, nargs, dtype, structure, ffi, batch, scalar):
         self.ffi, self.batch, self.scalar = ffi, batch, scalar
-        self.nargs, self.structure = len(prog.args), structure
+        self.nargs, self.structure = nargs, structure
         self.ctype = _CTYPES[str(dtype)] + "[]"
         self.scalar_type = dtype.type
-        self.sizes = [o.size for o in prog.outputs]
-        self.shapes = [o.shape for o in prog.outputs]
+        self.shapes = [tuple(s) for s in shapes]
+        self.sizes = [prod(s) for s in self.shapes]
         self.total = sum(self.sizes)
         self.all_scalar = all(sz == 1 and sh == () for sz, sh in zip(self.sizes, self.shapes))
         self._tls = threading.local()

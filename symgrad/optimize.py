@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import sympy as sp
 
+from . import config
 from .program import Program, _nodes, split
-
-# A temporary used once is substituted into its user while the result stays this small.
-MAX_INLINED_NODES = 48
 
 
 def optimize(prog: Program) -> Program:
@@ -60,13 +58,12 @@ def _inline_single_use(prog):
         _occurrences(e, counts, temps)
     for e in prog.output_exprs():
         _occurrences(e, counts, temps)
-    env, size, body = {}, {}, []
+    env, body = {}, []
     for t, e in prog.body:
         e = e.xreplace(env) if env and not e.free_symbols.isdisjoint(env) else e
         n = _nodes(e)
-        if counts.get(t, 0) == 1 and n <= MAX_INLINED_NODES:
+        if counts.get(t, 0) == 1 and n <= config.MAX_INLINED_NODES:
             env[t] = e
-            size[t] = n
         else:
             body.append((t, e))
     outs = [e.xreplace(env) if env else e for e in prog.output_exprs()]

@@ -8,7 +8,7 @@ import sympy as sp
 from scipy.optimize import rosen, rosen_der, rosen_hess
 
 import symgrad
-from symgrad import differentiate
+from symgrad import config
 
 
 def seed(x):
@@ -22,7 +22,7 @@ SEED = 64 * X * (1 - X) * (1 - 2 * X) ** 2 * (1 - 8 * X + 8 * X * X) ** 2
 @pytest.fixture(params=["expression", "reverse"])
 def strategy(request, monkeypatch):
     """Run a test through both differentiation strategies (closed form and reverse accumulation)."""
-    monkeypatch.setattr(differentiate, "INLINE_LIMIT", 10**9 if request.param == "expression" else 0)
+    monkeypatch.setattr(config, "INLINE_LIMIT", 10**9 if request.param == "expression" else 0)
     return request.param
 
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 import keyword
 import re
 from dataclasses import dataclass
-from math import prod
 
 import sympy as sp
 from sympy.codegen.ast import float32, real
 from sympy.printing.c import C99CodePrinter
 
+from .. import config
 from ..errors import CompileError
 
 # Kernel-internal C names are "n", "i", "t<k>" and "sg_*"; user names are kept clear of them.
@@ -41,8 +41,6 @@ TARGETS = {
                                 'extern "C" __global__', "__restrict__", "cuda"),
 }
 
-# Integer powers up to this exponent print as multiplications (exact, no pow call).
-MAX_MUL_POW = 16
 
 # <math.h> functions that csrc/symgrad_rt.h declares `simd` (glibc's libmvec has vector versions).
 VECTOR_MATH = {"sin", "cos", "tan", "exp", "log", "pow", "asin", "acos", "atan", "atan2", "sinh",
@@ -91,12 +89,12 @@ class Printer(C99CodePrinter):
 
     def _print_Pow(self, e):
         b, x = e.args
-        if x.is_Integer and 1 < abs(x) <= MAX_MUL_POW:
+        if x.is_Integer and 1 < abs(x) <= config.MAX_MUL_POW:
             s = self._ipow(self.parenthesize(b, 50), abs(int(x)))
             return s if x > 0 else f"{self._one()}/{s}"
         if x == -1:
             return f"{self._one()}/{self.parenthesize(b, 50)}"
-        if x.is_Rational and x.q in (2, 3) and abs(x.p) <= MAX_MUL_POW:
+        if x.is_Rational and x.q in (2, 3) and abs(x.p) <= config.MAX_MUL_POW:
             root = f"{'sqrt' if x.q == 2 else 'cbrt'}{self._suffix()}({self._print(b)})"
             s = self._ipow(root, abs(int(x.p)))
             return s if x > 0 else f"{self._one()}/{s}"

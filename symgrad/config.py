@@ -1,0 +1,16 @@
+"""Tunable thresholds of the pipeline, in one sympy-free place (they are part of every
+cache fingerprint, since they change the generated code)."""
+
+# Closed-form trees up to this many operations are differentiated as whole expressions
+# (sympy diff + CSE); larger programs by reverse accumulation over the straight-line body.
+INLINE_LIMIT = 300
+
+# A temporary used once is substituted into its user while the result stays this small.
+MAX_INLINED_NODES = 48
+
+# Integer powers up to this exponent print as multiplications (exact, no pow call).
+MAX_MUL_POW = 16
+
+
+def snapshot():
+    return (INLINE_LIMIT, MAX_INLINED_NODES, MAX_MUL_POW)

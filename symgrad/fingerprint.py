@@ -1,0 +1,185 @@
+"""A fingerprint of everything a trace of a Python function can read.
+
+Code objects (with their constants), closure cells, defaults, the globals and module
+attributes the code names, helper functions reached through them, and the values of
+constants and arrays. Two functions with the same fingerprint trace to the same
+program, so a cached kernel can be loaded without tracing (or importing sympy). When
+something cannot be fingerprinted faithfully the result is None: always trace then."""
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import sys
+import types
+
+import numpy as np
+
+_LIBRARIES = ("math", "numpy", "scipy", "builtins", "cmath", "functools", "operator", "symgrad")
+
+
+class _Opaque(Exception):
+    """An object whose influence on a trace cannot be summarised."""
+
+
+@functools.lru_cache(maxsize=None)
+def _package_digest():
+    """symgrad's own source: a changed symgrad never reuses another's fingerprints."""
+    h = hashlib.sha256()
+    root = os.path.dirname(os.path.abspath(__file__))
+    for dirpath, _, files in sorted(os.walk(root)):
+        for name in sorted(files):
+            if name.endswith((".py", ".h")):
+                with open(os.path.join(dirpath, name), "rb") as f:
+                    h.update(name.encode() + f.read())
+    return h.hexdigest()
+
+
+def fingerprint(fn, *extra):
+    """Hex digest of ``fn`` and ``extra`` (shapes, dtype, derivative, flags), or None."""
+    h = hashlib.sha256(_package_digest().encode())
+    try:
+        _Feeder(h).feed(fn)
+        for e in extra:
+            _Feeder(h).feed(e)
+    except (_Opaque, RecursionError):
+        return None
+    return h.hexdigest()[:32]
+
+
+def _code_names(code, acc):
+    acc.update(code.co_names)
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            _code_names(c, acc)
+    return acc
+
+
+class _Feeder:
+    def __init__(self, h):
+        self.h, self.seen, self.names = h, {}, set()
+
+    def put(self, *parts):
+        for p in parts:
+            self.h.update(str(p).encode() + b"\x1f")
+
+    def feed(self, v):
+        if v is None or isinstance(v, (bool, int, float, complex, str, bytes)):
+            return self.put(type(v).__name__, repr(v))
+        if id(v) in self.seen:
+            return self.put("ref", self.seen[id(v)])
+        self.seen[id(v)] = len(self.seen)
+        if isinstance(v, (np.generic,)):
+            return self.put(type(v).__name__, repr(v))
+        if isinstance(v, np.ndarray):
+            self.put("ndarray", v.dtype.str, v.shape)
+            if v.dtype == object:
+                for x in v.flat:
+                    self.feed(x)
+            else:
+                self.h.update(np.ascontiguousarray(v).tobytes())
+            return
+        if isinstance(v, (tuple, list)):
+            self.put(type(v).__name__, len(v))
+            for x in v:
+                self.feed(x)
+            return
+        if isinstance(v, (set, frozenset)):
+            return self.put(type(v).__name__, sorted(repr(x) for x in v))
+        if isinstance(v, dict):
+            self.put("dict", len(v))
+            for k, x in v.items():
+                self.feed(k)
+                self.feed(x)
+            return
+        if isinstance(v, types.FunctionType):
+            return self.function(v)
+        if isinstance(v, types.MethodType):
+            self.put("method")
+            self.feed(v.__func__)
+            return self.feed(v.__self__)
+        if isinstance(v, functools.partial):
+            self.put("partial")
+            return self.feed((v.func, v.args, v.keywords))
+        if isinstance(v, types.ModuleType):
+            return self.module(v)
+        if isinstance(v, (types.BuiltinFunctionType, np.ufunc)):
+            return self.put("builtin", getattr(v, "__module__", None), getattr(v, "__qualname__", v.__name__))
+        if isinstance(v, type):
+            return self.cls(v)
+        if _is_user(type(v)) and hasattr(v, "__dict__"):
+            self.put("instance")
+            self.cls(type(v))
+            return self.feed(vars(v))
+        raise _Opaque(type(v))
+
+    def code(self, c):
+        self.put("code", c.co_name, c.co_argcount, c.co_kwonlyargcount, c.co_flags, c.co_names,
+                 c.co_varnames, c.co_freevars, c.co_cellvars)
+        self.h.update(c.co_code)
+        for k in c.co_consts:
+            if isinstance(k, types.CodeType):
+                self.code(k)
+            else:
+                self.feed(k)
+
+    def function(self, fn):
+        if _library(fn.__module__):
+            return self.put("libfunction", fn.__module__, fn.__qualname__)
+        self.put("function", fn.__qualname__)
+        self.code(fn.__code__)
+        self.feed(fn.__defaults__)
+        self.feed(fn.__kwdefaults__)
+        for cell in fn.__closure__ or ():
+            try:
+                self.feed(cell.cell_contents)
+            except ValueError:
+                self.put("emptycell")
+        names = _code_names(fn.__code__, set())
+        self.names |= names
+        g = fn.__globals__
+        for name in sorted(names):
+            if name in g:
+                self.put("global", name)
+                self.feed(g[name])
+            else:
+                self.put("unbound", name)  # a builtin, or an attribute name
+
+    def module(self, m):
+        if _library(m.__name__) or not _is_user_module(m):
+            return self.put("module", m.__name__, getattr(m, "__version__", ""))
+        self.put("usermodule", m.__name__)
+        for name in sorted(self.names):
+            if hasattr(m, name):
+                self.put("attr", name)
+                self.feed(getattr(m, name))
+
+    def cls(self, c):
+        if not _is_user(c):
+            return self.put("class", c.__module__, c.__qualname__)
+        self.put("userclass", c.__qualname__)
+        for base in c.__mro__[1:]:
+            self.put("base", base.__module__, base.__qualname__)
+        for k, x in sorted(vars(c).items()):
+            if isinstance(x, (types.FunctionType, staticmethod, classmethod, property)) or \
+                    isinstance(x, (bool, int, float, str, tuple)):
+                self.put("member", k)
+                self.feed(x.__func__ if isinstance(x, (staticmethod, classmethod)) else
+                          x.fget if isinstance(x, property) else x)
+
+
+def _library(module_name):
+    return (module_name or "").split(".")[0] in _LIBRARIES
+
+
+def _is_user(cls):
+    mod = sys.modules.get(cls.__module__)
+    return mod is not None and not _library(cls.__module__) and _is_user_module(mod)
+
+
+def _is_user_module(m):
+    if m.__name__ == "__main__":
+        return True
+    f = getattr(m, "__file__", None) or ""
+    return bool(f) and "site-packages" not in f and not f.startswith(sys.prefix) \
+        and not f.startswith(sys.base_prefix)
