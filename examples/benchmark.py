@@ -1,0 +1,404 @@
+"""Batch derivative throughput and first-call latency: symgrad against its peers, side by side.
+
+    python examples/benchmark.py                 # all cases, every installed contender
+    python examples/benchmark.py --cases seed_grad --quick
+
+Every figure comes from this one run on this machine: steady state is the median of
+--repeat runs after a warm-up, first call is trace/differentiate + generate +
+compile + first evaluation with an empty cache. Ratios are to symgrad's time.
+Peers (pip install -e '.[bench]'): numba, symengine, jax; a missing one is skipped."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import types
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import bench_cases  # noqa: E402
+
+CFLAGS = ["-O3", "-march=native", "-fopenmp", "-fPIC", "-shared"]
+
+
+# ---------------------------------------------------------------------------- helpers
+def interleaved_medians(calls, repeat):
+    """Median time of each call, measured in rounds that run every contender once, so that
+    all of them see the same machine (other load, clock speed, memory state)."""
+    for fn in calls.values():
+        fn()  # warm-up
+    times = {c: [] for c in calls}
+    for _ in range(repeat):
+        for c, fn in calls.items():
+            t = time.perf_counter()
+            fn()
+            times[c].append(time.perf_counter() - t)
+    return {c: statistics.median(ts) for c, ts in times.items()}
+
+
+def c_library(source, cdecl, tmp):
+    """Compile C with the naive generator's flags and load it (cffi ABI mode)."""
+    import cffi
+    c = os.path.join(tmp, f"k{abs(hash(source))}.c")
+    so = c[:-2] + ".so"
+    with open(c, "w") as f:
+        f.write(source)
+    subprocess.run(["cc", *CFLAGS, c, "-o", so, "-lm"], check=True)
+    ffi = cffi.FFI()
+    ffi.cdef(cdecl)
+    return ffi, ffi.dlopen(so)
+
+
+def flat_inputs(inputs):
+    """(n, total input size) float64 matrix for the contenders that take one."""
+    n = inputs[0].shape[0]
+    return np.ascontiguousarray(np.concatenate([a.reshape(n, -1) for a in inputs], axis=1))
+
+
+class Case:
+    def __init__(self, name, quick):
+        self.name = name
+        fname, shapes, what, n = bench_cases.CASES[name]
+        self.fn, self.shapes, self.what = bench_cases.FUNCS[fname], shapes, what
+        self.n = n // 20 if quick else n
+        self.inputs = bench_cases.make_inputs(fname, self.n, np.random.default_rng(0))
+        self.X = flat_inputs(self.inputs)
+        self._sym = None
+
+    def symbolic(self):
+        """Input symbols and the derivative expressions, by plain sympy (the peers' pipeline)."""
+        if self._sym is None:
+            import sympy as sp
+            import symgrad
+            prog = symgrad.compile(self.fn, self.shapes).program
+            syms = prog.input_symbols()
+            value = prog.inlined()[0]
+            if self.what == "grad":
+                exprs = [sp.diff(value, s) for s in syms]
+            else:
+                exprs = list(sp.hessian(value, syms))
+            self._sym = (syms, exprs)
+        return self._sym
+
+    @property
+    def nin(self):
+        return self.X.shape[1]
+
+    @property
+    def nout(self):
+        return self.nin if self.what == "grad" else self.nin * self.nin
+
+
+# ------------------------------------------------------------------------- contenders
+def run_symgrad(case, tmp):
+    import symgrad
+    first = symgrad_first_call(case.name, case.n > 0 and case.n, tmp)
+    F = symgrad.compile(case.fn, case.shapes)
+    K = F.grad if case.what == "grad" else F.hessian
+    res = K(*case.inputs)
+    outs = res if isinstance(res, tuple) else (res,)
+    out = tuple(np.empty_like(o) for o in outs)
+    out = out if isinstance(res, tuple) else out[0]
+    return first, lambda: K(*case.inputs, out=out)
+
+
+def symgrad_first_call(name, n, tmp, runs=3):
+    """Median over fresh processes, each timing compile + first call after its imports."""
+    ts = []
+    for k in range(runs):
+        env = dict(os.environ, SYMGRAD_CACHE_DIR=os.path.join(tmp, f"cold-{name}-{k}"))
+        r = subprocess.run([sys.executable, __file__, "--first-call-worker", name, "--n", str(n)],
+                           env=env, capture_output=True, text=True, check=True)
+        ts.append(json.loads(r.stdout.strip().splitlines()[-1])["seconds"])
+    return statistics.median(ts)
+
+
+def first_call_worker(name, n):
+    import sympy  # noqa: F401  (imports are not part of the first call)
+    import symgrad
+    fname, shapes, what, _ = bench_cases.CASES[name]
+    inputs = bench_cases.make_inputs(fname, n, np.random.default_rng(0))
+    t = time.perf_counter()
+    F = symgrad.compile(bench_cases.FUNCS[fname], shapes)
+    (F.grad if what == "grad" else F.hessian)(*inputs)
+    print(json.dumps({"seconds": time.perf_counter() - t}))
+
+
+def run_floor(case, tmp):
+    src = f"""
+    #include <stdint.h>
+    void floor_k(int64_t n, const double *restrict in, double *restrict out) {{
+        #pragma omp parallel for schedule(static)
+        for (int64_t i = 0; i < n; ++i) {{
+            double acc = 0;
+            for (int k = 0; k < {case.nin}; ++k) acc += in[i * {case.nin} + k];
+            for (int k = 0; k < {case.nout}; ++k) out[i * {case.nout} + k] = acc;
+        }}
+    }}"""
+    t = time.perf_counter()
+    ffi, lib = c_library(src, "void floor_k(int64_t, const double *, double *);", tmp)
+    out = np.empty((case.n, case.nout))
+    pin, pout = ffi.from_buffer("double[]", case.X), ffi.from_buffer("double[]", out)
+    call = lambda: lib.floor_k(case.n, pin, pout)  # noqa: E731
+    call()
+    first = time.perf_counter() - t
+    return first, call
+
+
+def run_handc(case, tmp):
+    import sympy as sp
+    t = time.perf_counter()
+    syms, exprs = case.symbolic()
+    temps, reduced = sp.cse(exprs)
+    body = [f"const double {s} = in[i*{case.nin} + {k}];" for k, s in enumerate(syms)]
+    body += [f"const double {a} = {sp.ccode(e)};" for a, e in temps]
+    body += [f"out[i*{case.nout} + {k}] = {sp.ccode(e)};" for k, e in enumerate(reduced)]
+    src = ("#include <math.h>\n#include <stdint.h>\n"
+           "void handc(int64_t n, const double *in, double *out) {\n"
+           "#pragma omp parallel for schedule(static)\n"
+           "for (int64_t i = 0; i < n; ++i) {\n" + "\n".join(body) + "\n}}\n")
+    ffi, lib = c_library(src, "void handc(int64_t, const double *, double *);", tmp)
+    out = np.empty((case.n, case.nout))
+    pin, pout = ffi.from_buffer("double[]", case.X), ffi.from_buffer("double[]", out)
+    call = lambda: lib.handc(case.n, pin, pout)  # noqa: E731
+    call()
+    first = time.perf_counter() - t + case.sym_seconds
+    return first, call
+
+
+def run_numba(case, tmp):
+    import numba  # noqa: F401
+    import sympy as sp
+    from sympy.printing.pycode import PythonCodePrinter
+    t = time.perf_counter()
+    syms, exprs = case.symbolic()
+    temps, reduced = sp.cse(exprs)
+    p = PythonCodePrinter({"fully_qualified_modules": True})
+    lines = [f"        {s} = X[i, {k}]" for k, s in enumerate(syms)]
+    lines += [f"        {a} = {p.doprint(e)}" for a, e in temps]
+    lines += [f"        OUT[i, {k}] = {p.doprint(e)}" for k, e in enumerate(reduced)]
+    src = ("import math\nfrom numba import njit, prange\n@njit(parallel=True)\ndef kern(X, OUT):\n"
+           "    for i in prange(X.shape[0]):\n" + "\n".join(lines) + "\n")
+    ns = {}
+    exec(compile(src, "<numba-kernel>", "exec"), ns)
+    out = np.empty((case.n, case.nout))
+    call = lambda: ns["kern"](case.X, out)  # noqa: E731
+    call()
+    first = time.perf_counter() - t + case.sym_seconds
+    return first, call
+
+
+def run_symengine(case, tmp):
+    import symengine as se
+    t = time.perf_counter()
+    syms, exprs = case.symbolic()
+    f = se.Lambdify([se.sympify(s) for s in syms], [se.sympify(e) for e in exprs], backend="llvm", cse=True)
+    call = lambda: f(case.X)  # noqa: E731
+    call()
+    first = time.perf_counter() - t + case.sym_seconds
+    return first, call
+
+
+def run_lambdify(case, tmp):
+    import sympy as sp
+    t = time.perf_counter()
+    syms, exprs = case.symbolic()
+    f = sp.lambdify(syms, exprs, "numpy", cse=True)
+    cols = list(case.X.T)
+    call = lambda: f(*cols)  # noqa: E731
+    call()
+    first = time.perf_counter() - t + case.sym_seconds
+    return first, call
+
+
+def run_jax(case, tmp):
+    import jax
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp
+    jmath = types.SimpleNamespace(pow=jnp.power, sin=jnp.sin, cos=jnp.cos, exp=jnp.exp, log=jnp.log,
+                                  atan2=jnp.arctan2, sqrt=jnp.sqrt)
+    fn = types.FunctionType(case.fn.__code__, {**case.fn.__globals__, "math": jmath}, case.fn.__name__)
+    nargs = len(case.shapes)
+    argnums = 0 if nargs == 1 else tuple(range(nargs))
+    d = jax.grad(fn, argnums) if case.what == "grad" else jax.hessian(fn, argnums)
+    t = time.perf_counter()
+    k = jax.jit(jax.vmap(d))
+    xs = [jnp.asarray(a) for a in case.inputs]
+    jax.block_until_ready(k(*xs))
+    first = time.perf_counter() - t
+    return first, lambda: jax.block_until_ready(k(*xs))
+
+
+CONTENDERS = {"symgrad": run_symgrad, "floor": run_floor, "handc": run_handc, "numba": run_numba,
+              "symengine": run_symengine, "jax": run_jax, "lambdify": run_lambdify}
+NEEDS = {"numba": "numba", "symengine": "symengine", "jax": "jax"}
+
+
+# -------------------------------------------------------------------- scalar and warm start
+def scalar_overheads(repeat=7):
+    """Per-call time of f'(3.0) on the founding function (median over repeats), per contender."""
+    import timeit
+    import symgrad
+    res = {}
+    G = symgrad.compile(bench_cases.seed).grad
+    G(3.0)
+    number = 20000
+    res["symgrad"] = statistics.median(timeit.repeat(lambda: G(3.0), number=number, repeat=repeat)) / number
+    case = Case("seed_grad", quick=True)
+    syms, exprs = case.symbolic()
+    try:
+        import numba
+        import sympy as sp
+        from sympy.printing.pycode import PythonCodePrinter
+        src = f"import math\ndef g({syms[0]}):\n    return {PythonCodePrinter().doprint(exprs[0])}\n"
+        ns = {}
+        exec(src, ns)
+        g = numba.njit(ns["g"])
+        g(3.0)
+        res["numba"] = statistics.median(timeit.repeat(lambda: g(3.0), number=number, repeat=repeat)) / number
+    except ImportError:
+        pass
+    try:
+        import symengine as se
+        f = se.Lambdify([se.sympify(syms[0])], [se.sympify(exprs[0])], backend="llvm", cse=True)
+        f(3.0)
+        res["symengine"] = statistics.median(timeit.repeat(lambda: f(3.0), number=number // 4, repeat=repeat)) / (number // 4)
+    except ImportError:
+        pass
+    try:
+        import jax
+        jax.config.update("jax_enable_x64", True)
+        import jax.numpy as jnp
+        jmath = types.SimpleNamespace(pow=jnp.power)
+        fn = types.FunctionType(bench_cases.seed.__code__, {**bench_cases.seed.__globals__, "math": jmath})
+        k = jax.jit(jax.grad(fn))
+        k(3.0).block_until_ready()
+        res["jax"] = statistics.median(timeit.repeat(lambda: k(3.0).block_until_ready(), number=2000, repeat=repeat)) / 2000
+    except ImportError:
+        pass
+    return res
+
+
+WARM = """
+import math, symgrad
+def seed(x):
+    return 64 * x * (1 - x) * math.pow((1 - 2 * x), 2) * math.pow((1 - 8 * x + 8 * x * x), 2)
+assert symgrad.compile(seed).grad(3.0) == -75279680.0
+"""
+
+
+def warm_start(tmp, runs=7):
+    """Seconds for a new process to reach a cached function's first result, and for `import numpy, cffi`."""
+    env = dict(os.environ, SYMGRAD_CACHE_DIR=os.path.join(tmp, "warm"),
+               PYTHONPATH=os.path.dirname(HERE) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    subprocess.run([sys.executable, "-c", WARM], env=env, check=True)  # fills the cache
+
+    def timed(code):
+        ts = []
+        for _ in range(runs):
+            t = time.perf_counter()
+            subprocess.run([sys.executable, "-c", code], env=env, check=True)
+            ts.append(time.perf_counter() - t)
+        return statistics.median(ts)
+    return timed(WARM), timed("import numpy, cffi")
+
+
+# ---------------------------------------------------------------------------------- main
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cases", nargs="*", default=[c for c in bench_cases.CASES if c != "lj30_grad"])
+    ap.add_argument("--contenders", nargs="*", default=list(CONTENDERS))
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--quick", action="store_true", help="1/20 of the points")
+    ap.add_argument("--first-call-worker", help=argparse.SUPPRESS)
+    ap.add_argument("--n", type=int, help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.first_call_worker:
+        return first_call_worker(a.first_call_worker, a.n)
+
+    available = []
+    for c in a.contenders:
+        try:
+            if c in NEEDS:
+                __import__(NEEDS[c])
+            available.append(c)
+        except ImportError:
+            print(f"# {c}: not installed, skipped (pip install -e '.[bench]')")
+    tmp = tempfile.mkdtemp(prefix="symgrad-bench-")
+    os.environ["SYMGRAD_CACHE_DIR"] = os.path.join(tmp, "cache")
+    rows, verdicts = [], []
+    for name in a.cases:
+        case = Case(name, a.quick)
+        t = time.perf_counter()
+        case.symbolic()
+        case.sym_seconds = time.perf_counter() - t  # sympy diff, charged to the sympy-based peers
+        firsts, calls = {}, {}
+        for c in available:
+            try:
+                firsts[c], calls[c] = CONTENDERS[c](case, tmp)
+            except Exception as e:  # a peer that fails is reported, not fatal
+                print(f"# {name}/{c}: failed: {type(e).__name__}: {str(e)[:200]}")
+        steady = interleaved_medians(calls, a.repeat)
+        results = {c: (firsts[c], steady[c]) for c in calls}
+        del calls
+        base = results["symgrad"][1] if "symgrad" in results else None
+        for c, (first, steady) in results.items():
+            rows.append((name, case.n, c, first, steady * 1e3, steady / base if base else float("nan")))
+        if base:
+            peers = {c: r[1] for c, r in results.items() if c not in ("symgrad", "floor")}
+            best = min(peers, key=peers.get) if peers else None
+            verdicts.append(_verdicts(name, results, best))
+        print(_table(rows[-len(results):]), flush=True)
+    print("\n== all cases ==")
+    print(_table(rows))
+    print("\n== scalar call: f'(3.0) on the founding function ==")
+    sc = scalar_overheads()
+    for c, s in sc.items():
+        print(f"{c:>10}: {s * 1e6:8.2f} us   ({s / sc['symgrad']:.2f}x symgrad)")
+    print("\n== warm start: new process, cached function, first result ==")
+    warm, base = warm_start(tmp)
+    print(f"symgrad script {warm:.3f} s, `import numpy, cffi` {base:.3f} s, difference {warm - base:.3f} s")
+    print("\n== targets ==")
+    for v in verdicts:
+        for line in v:
+            print(line)
+    firsts = [r[3] for r in rows if r[2] == "symgrad"]
+    print(f"first call (median of cold processes) max over cases {max(firsts):.2f} s: "
+          f"{'MET' if max(firsts) <= 1.0 else 'NOT MET'} (<= 1.0 s)")
+    print(f"scalar call {sc['symgrad'] * 1e6:.2f} us: {'MET' if sc['symgrad'] <= 1.5e-6 else 'NOT MET'} (<= 1.5 us)")
+    print(f"warm start +{warm - base:.3f} s: {'MET' if warm - base <= 0.3 else 'NOT MET'} (<= 0.3 s)")
+
+
+def _verdicts(name, results, best):
+    s = results["symgrad"][1]
+    out = []
+    if best:
+        ok = s <= results[best][1]
+        out.append(f"{name}: symgrad {s * 1e3:.2f} ms vs fastest peer {best} {results[best][1] * 1e3:.2f} ms "
+                   f"({s / results[best][1]:.2f}x): {'MET' if ok else 'NOT MET'}")
+    if "floor" in results and name in ("seed_grad", "rosen8_grad", "rosen8_hess"):
+        r = s / results["floor"][1]
+        out.append(f"{name}: {r:.2f}x the memory floor: {'MET' if r <= 1.3 else 'NOT MET'} (<= 1.3x)")
+    if "handc" in results and name in ("trig2_grad", "lj6_grad"):
+        r = s / results["handc"][1]
+        out.append(f"{name}: {r:.2f}x naive C: {'MET' if r <= 0.7 else 'NOT MET'} (<= 0.7x)")
+    return out
+
+
+def _table(rows):
+    head = f"{'case':<12} {'points':>9} {'contender':>10} {'first call s':>12} {'steady ms':>10} {'x symgrad':>9}"
+    lines = [head, "-" * len(head)]
+    for name, n, c, first, ms, ratio in rows:
+        lines.append(f"{name:<12} {n:>9} {c:>10} {first:>12.3f} {ms:>10.2f} {ratio:>9.2f}")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()
