@@ -42,12 +42,6 @@ TARGETS = {
 }
 
 
-# <math.h> functions that csrc/symgrad_rt.h declares `simd` (glibc's libmvec has vector versions).
-VECTOR_MATH = {"sin", "cos", "tan", "exp", "log", "pow", "asin", "acos", "atan", "atan2", "sinh",
-               "cosh", "tanh", "asinh", "acosh", "atanh", "exp2", "expm1", "log2", "log10", "log1p",
-               "cbrt", "erf", "erfc", "hypot"}
-
-
 class Printer(C99CodePrinter):
     """C99 printer with symgrad's names, literal constants and multiplication powers."""
 
@@ -175,18 +169,21 @@ def render(prog, name, target: Target) -> Kernel:
     names = {}
     arg_names = []
     for a in prog.args:
-        c = _cname(a.name, taken)
-        arg_names.append(c)
-        for k, s in enumerate(a.symbols):
-            names[s] = f"{c}[{k}]"
+        arg_names.append(_cname(a.name, taken))
     res_names = [_cname(o.name, taken) for o in prog.outputs]
+    # Within a C block, lane j of number k of an argument or result sits at [k*W + j]
+    # (structure of arrays), so the SIMD loop over lanes only makes unit-stride accesses.
+    W = target.block
+    for a, c in zip(prog.args, arg_names):
+        for k, s in enumerate(a.symbols):
+            names[s] = f"{c}[{k * W}]"
     for k, (t, _) in enumerate(prog.body):
         names[t] = f"t{k}"
     p = Printer(names, target)
     T, R = target.real, target.restrict
     lines = [f"    const {T} t{k} = {p.doprint(e)};" for k, (_, e) in enumerate(prog.body)]
     for o, c in zip(prog.outputs, res_names):
-        lines += [f"    {c}[{k}] = {p.doprint(e)};" for k, e in enumerate(o.exprs)]
+        lines += [f"    {c}[{k * W}] = {p.doprint(e)};" for k, e in enumerate(o.exprs)]
     ops = prog.count_ops()
     params = [f"const {T} *{R} {c}" for c in arg_names] + [f"{T} *{R} {c}" for c in res_names]
     plain = [f"const {T} *{c}" for c in arg_names] + [f"{T} *{c}" for c in res_names]
@@ -197,7 +194,7 @@ def render(prog, name, target: Target) -> Kernel:
            f"void {name}_point({', '.join(params)}) {{", *lines, "}", ""]
     if target.kernel == "omp":
         src += _omp_entry_points(name, target, arg_names, res_names, sizes, plain, ops,
-                                 simd=_calls_vector_math(prog), scalar=all(a.shape == () for a in prog.args))
+                                 scalar=all(a.shape == () for a in prog.args))
         cdecl = (f"void {name}({', '.join(plain)});\n"
                  f"void {name}_batch(int64_t n, {', '.join(plain)});\n")
         if all(a.shape == () for a in prog.args):
@@ -214,25 +211,26 @@ def render(prog, name, target: Target) -> Kernel:
                   tuple(a.size for a in prog.args), tuple(o.size for o in prog.outputs), ops)
 
 
-def _calls_vector_math(prog):
-    """Whether the kernel calls a <math.h> function that has a SIMD version."""
-    for e in [e for _, e in prog.body] + prog.output_exprs():
-        for f in e.atoms(sp.Function, sp.Pow):
-            if f.is_Pow:
-                if not (f.exp.is_Rational and f.exp.q in (1, 2, 3)):
-                    return True
-            elif type(f).__name__.lower() in VECTOR_MATH:
-                return True
-    return False
-
-
-def _omp_entry_points(name, target, arg_names, res_names, sizes, plain, ops, simd, scalar):
+def _omp_entry_points(name, target, arg_names, res_names, sizes, plain, ops, scalar):
     """Block, tail, one-point, batch and scalar entry points around ``name_point``."""
     T, W = target.real, target.block
     names = arg_names + res_names
     nargs = len(arg_names)
     at = lambda off: ", ".join(f"{c} + {off}*{s}" for c, s in zip(names, sizes))  # noqa: E731
     params = [f"const {T} *restrict {c}" for c in arg_names] + [f"{T} *restrict {c}" for c in res_names]
+    # A block of W points: transpose arrays to lanes-innermost, run the SIMD lane loop, transpose back.
+    soa = [c if s == 1 else f"sg_soa_{c}" for c, s in zip(names, sizes)]
+    block = [f"static void {name}_block({', '.join(params)}) {{"]
+    block += [f"    {T} sg_soa_{c}[{W * s}];" for c, s in zip(names, sizes) if s > 1]
+    block += [f"    for (int sg_j = 0; sg_j < {W}; ++sg_j) for (int sg_k = 0; sg_k < {s}; ++sg_k) "
+              f"sg_soa_{c}[sg_k*{W} + sg_j] = {c}[sg_j*{s} + sg_k];"
+              for c, s in zip(arg_names, sizes) if s > 1]
+    block += ["    SYMGRAD_SIMD",
+              f"    for (int sg_j = 0; sg_j < {W}; ++sg_j) {name}_point({', '.join(c + ' + sg_j' for c in soa)});"]
+    block += [f"    for (int sg_j = 0; sg_j < {W}; ++sg_j) for (int sg_k = 0; sg_k < {s}; ++sg_k) "
+              f"{c}[sg_j*{s} + sg_k] = sg_soa_{c}[sg_k*{W} + sg_j];"
+              for c, s in zip(res_names, sizes[nargs:]) if s > 1]
+    block += ["}", ""]
     # Threads pay off above ~2e5 operations per call (waking a team costs ~10 us).
     par_min = max(1, 200_000 // max(ops * W, 1))
     tail = [f"static void {name}_tail(int64_t sg_r, {', '.join(plain)}) {{"]
@@ -240,10 +238,7 @@ def _omp_entry_points(name, target, arg_names, res_names, sizes, plain, ops, sim
     tail += [f"    symgrad_pad_{T}({c}, sg_r, {s}, {W}, sg_buf_{c});" for c, s in zip(arg_names, sizes)]
     tail += [f"    {name}_block({', '.join('sg_buf_' + c for c in names)});"]
     tail += [f"    symgrad_unpad_{T}(sg_buf_{c}, sg_r, {s}, {c});" for c, s in zip(res_names, sizes[nargs:])]
-    out = [f"static void {name}_block({', '.join(params)}) {{",
-           *(["    SYMGRAD_SIMD"] if simd else []),
-           f"    for (int64_t sg_j = 0; sg_j < {W}; ++sg_j) {name}_point({at('sg_j')});", "}", "",
-           *tail, "}", "",
+    out = [*block, *tail, "}", "",
            f"void {name}({', '.join(plain)}) {{ {name}_tail(1, {', '.join(names)}); }}", "",
            f"void {name}_batch(int64_t n, {', '.join(plain)}) {{",
            f"    const int64_t sg_par_min = {par_min}, sg_nb = n / {W};",
