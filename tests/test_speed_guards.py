@@ -1,0 +1,170 @@
+"""What the speed work (SIMD blocks, vector math, threads, the warm-start cache) must not break."""
+import hashlib
+import math
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import symgrad
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "examples"))
+import accuracy  # noqa: E402
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_vector_math_within_4_ulp_and_special_values_preserved(dtype):
+    report = accuracy.measure(3000, dtype, seed=1)
+    assert set(report) >= {"sin", "exp", "log", "atan2", "pow", "erf", "tanh"}
+    for name, (ulp, special_bad, worst) in report.items():
+        assert ulp <= 4, f"{name}: {ulp} ulp at {worst}"
+        assert special_bad == 0, f"{name}: {special_bad} special inputs not preserved"
+
+
+def trig2(x, y):
+    return math.sin(3 * x) * math.exp(-0.5 * y * y) + math.log(1 + x * x * y * y) + math.atan2(y, x + 3.0)
+
+
+def lj4(p):
+    e = 0.0
+    for i in range(4):
+        for j in range(i + 1, 4):
+            r2 = sum((p[3 * i + k] - p[3 * j + k]) ** 2 for k in range(3))
+            e = e + 4.0 * (r2 ** -6 - r2 ** -3)
+    return e
+
+
+LJ_BASE = np.array([0, 0, 0, 1.1, 0, 0, 0, 1.1, 0, 0, 0, 1.1])
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_small_batches_and_single_points_match_large_batch_bitwise(dtype):
+    rng = np.random.default_rng(2)
+    G = symgrad.compile(trig2, dtype=dtype).grad
+    x, y = rng.uniform(-2, 2, (2, 1003)).astype(dtype)
+    big = np.stack(G(x, y))
+    for n in range(1, 10):
+        np.testing.assert_array_equal(np.stack(G(x[:n], y[:n])), big[:, :n])
+    for k in (0, 5, 1002):
+        assert np.array_equal(np.array(G(float(x[k]), float(y[k])), dtype=dtype), big[:, k])
+        assert np.array_equal(np.array(G(x[k], y[k])), big[:, k])  # numpy scalars: the array path
+    H = symgrad.compile(lj4, shapes=[(12,)], dtype=dtype).hessian
+    p = (LJ_BASE + rng.uniform(-0.05, 0.05, (37, 12))).astype(dtype)
+    full = H(p)
+    for n in (1, 2, 3, 5):
+        np.testing.assert_array_equal(H(p[:n]), full[:n])
+
+
+def test_odd_strides_give_bitwise_the_contiguous_results():
+    rng = np.random.default_rng(3)
+    G = symgrad.compile(lj4, shapes=[(12,)]).grad
+    base = LJ_BASE + rng.uniform(-0.05, 0.05, (60, 12))
+    wide = np.zeros((60, 36))
+    wide[:, ::3] = base
+    views = [base[::-1], base[::3], wide[:, ::3], np.asfortranarray(base), base.T.copy().T]
+    for v in views:
+        np.testing.assert_array_equal(G(v), G(np.ascontiguousarray(v)))
+    T = symgrad.compile(trig2).grad
+    x = rng.uniform(-2, 2, 200)
+    np.testing.assert_array_equal(np.stack(T(x[::-2], x[1::2])),
+                                  np.stack(T(x[::-2].copy(), x[1::2].copy())))
+
+
+def _run(code, env, tmp_path):
+    script = tmp_path / "run.py"
+    script.write_text(textwrap.dedent(code))
+    full = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + str(tmp_path), **env)
+    r = subprocess.run([sys.executable, str(script)], env=full, capture_output=True, text=True, timeout=180)
+    assert r.returncode == 0, r.stderr
+    return r.stdout.strip().splitlines()
+
+
+BATCH = """
+    import hashlib, math, sys
+    import numpy as np
+    import symgrad
+    def lj(p):
+        e = 0.0
+        for i in range(5):
+            for j in range(i + 1, 5):
+                r2 = sum((p[3 * i + k] - p[3 * j + k]) ** 2 for k in range(3))
+                e = e + 4.0 * (r2 ** -6 - r2 ** -3) + math.exp(-r2)
+        return e
+    base = np.array([0, 0, 0, 1.1, 0, 0, 0, 1.1, 0, 0, 0, 1.1, 1.1, 1.1, 0])
+    p = base + np.random.default_rng(0).uniform(-0.05, 0.05, (300_001, 15))
+    g = symgrad.compile(lj, shapes=[(15,)]).grad(p)
+    print(hashlib.sha256(g.tobytes()).hexdigest())
+    print("sympy" in sys.modules)
+"""
+
+
+def test_threads_on_and_off_and_cache_warm_or_cold_give_identical_results(tmp_path):
+    cache = str(tmp_path / "cache")
+    cold = _run(BATCH, {"SYMGRAD_CACHE_DIR": cache, "OMP_NUM_THREADS": "2"}, tmp_path)
+    warm = _run(BATCH, {"SYMGRAD_CACHE_DIR": cache, "OMP_NUM_THREADS": "2"}, tmp_path)
+    serial = _run(BATCH, {"SYMGRAD_CACHE_DIR": cache, "OMP_NUM_THREADS": "1"}, tmp_path)
+    many = _run(BATCH, {"SYMGRAD_CACHE_DIR": cache, "OMP_NUM_THREADS": "7"}, tmp_path)
+    assert cold[0] == warm[0] == serial[0] == many[0]
+    assert cold[1] == "True"   # the first process traced (sympy)
+    assert warm[1] == "False"  # later ones loaded the kernel by fingerprint alone
+
+
+MODEL_V1 = """
+    import math
+    SCALE = 2.0
+    def helper(x):
+        return math.sin(x)
+"""
+
+USER = """
+    import math
+    import symgrad
+    import model
+    OFFSET = {offset}
+    def f(x):
+        return model.SCALE * model.helper(x) + OFFSET * x
+    print(repr(float(symgrad.compile(f).grad(0.5))))
+"""
+
+
+def test_cache_invalidated_when_helper_or_constant_changes(tmp_path):
+    cache = {"SYMGRAD_CACHE_DIR": str(tmp_path / "cache")}
+    model = tmp_path / "model.py"
+
+    def run(model_src, offset):
+        model.write_text(textwrap.dedent(model_src))
+        for stale in tmp_path.glob("__pycache__"):
+            for f in stale.iterdir():
+                f.unlink()
+        return float(_run(USER.format(offset=offset), cache, tmp_path)[0])
+
+    near = lambda v: pytest.approx(v, rel=1e-14)  # noqa: E731  (SIMD cos: within a few ulp)
+    assert run(MODEL_V1, 1.0) == near(2.0 * math.cos(0.5) + 1.0)
+    assert run(MODEL_V1, 1.0) == near(2.0 * math.cos(0.5) + 1.0)  # warm
+    assert run(MODEL_V1, 3.0) == near(2.0 * math.cos(0.5) + 3.0)  # a global of the user's module
+    assert run(MODEL_V1.replace("SCALE = 2.0", "SCALE = 5.0"), 3.0) == near(5.0 * math.cos(0.5) + 3.0)
+    assert run(MODEL_V1.replace("math.sin(x)", "math.cos(x)"), 3.0) == near(-2.0 * math.sin(0.5) + 3.0)
+
+
+def test_fingerprint_tracks_closures_defaults_and_arrays():
+    from symgrad.fingerprint import fingerprint
+
+    def make(c, w):
+        def f(x, k=c):
+            return k * x + np.dot(w, w) * x
+        return f
+    w = np.arange(3.0)
+    base = fingerprint(make(2.0, w))
+    assert base is not None and base == fingerprint(make(2.0, w.copy()))
+    assert fingerprint(make(2.5, w)) != base
+    assert fingerprint(make(2.0, w + 1)) != base
+
+    class Opaque:
+        __slots__ = ("v",)
+    o = Opaque()
+    o.v = 1.0
+    assert fingerprint(lambda x: x * o.v) is None  # cannot be summarised: always traced
