@@ -23,6 +23,13 @@
 #define SYMGRAD_SIMD
 #endif
 
+/* Segments of a large kernel live in several translation units of one library. */
+#if defined(__GNUC__)
+#define SYMGRAD_HIDDEN __attribute__((visibility("hidden")))
+#else
+#define SYMGRAD_HIDDEN
+#endif
+
 /* Copy r <= w points of s numbers each into a block of w points, repeating the first. */
 #define SYMGRAD_PAD(T)                                                                      \
     static inline void symgrad_pad_##T(const T *src, int64_t r, int64_t s, int64_t w,       \

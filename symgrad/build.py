@@ -97,10 +97,12 @@ def cache_key(source, cdecl, build_flags):
     return h.hexdigest()[:32]
 
 
-def build(source: str, cdecl: str, *, native=True, openmp=True, vector_math=VECTOR_MATH):
-    """Return the cffi ``lib`` for ``source``, compiling only when no cached copy exists."""
-    build_flags = flags(native, openmp, vector_math)
-    key = cache_key(source, cdecl, build_flags)
+def build(source: str, cdecl: str, *, parts=(), extra_flags=(), native=True, openmp=True,
+          vector_math=VECTOR_MATH):
+    """Return the cffi ``lib`` for ``source`` (plus translation units ``parts``), compiling
+    only when no cached copy exists."""
+    build_flags = flags(native, openmp, vector_math) + tuple(extra_flags)
+    key = cache_key(source + "".join(parts), cdecl, build_flags)
     with _lock:
         lib = _loaded.get(key)
         if lib is not None:
@@ -108,13 +110,14 @@ def build(source: str, cdecl: str, *, native=True, openmp=True, vector_math=VECT
         path = cache_dir() / f"_sg_{key}{sysconfig.get_config_var('EXT_SUFFIX') or '.so'}"
         if not path.exists():
             try:
-                _compile(source, cdecl, key, path, build_flags)
+                _compile(source, cdecl, key, path, build_flags, parts)
             except CompileError as e:
                 msg = str(e).lower()
+                again = dict(parts=parts, extra_flags=extra_flags, native=native)
                 if vector_math and "mvec" in msg:  # no libmvec: scalar <math.h>
-                    return build(source, cdecl, native=native, openmp=openmp, vector_math=False)
+                    return build(source, cdecl, openmp=openmp, vector_math=False, **again)
                 if openmp and "openmp" in msg:  # a compiler without OpenMP: go serial
-                    return build(source, cdecl, native=native, openmp=False, vector_math=False)
+                    return build(source, cdecl, openmp=False, vector_math=False, **again)
                 raise
         lib = _loaded[key] = _load(key, path)
         lib._sg_key = key
@@ -151,7 +154,8 @@ def index_put(fp, entry):
     os.replace(tmp, d / f"{fp}.json")
 
 
-def _compile(source, cdecl, key, path, build_flags):
+def _compile(source, cdecl, key, path, build_flags, parts=()):
+    """Compile the cffi module and any further translation units (in parallel), then link."""
     import cffi
     cc = compiler()
     if shutil.which(cc[0]) is None:
@@ -163,19 +167,47 @@ def _compile(source, cdecl, key, path, build_flags):
     with tempfile.TemporaryDirectory(prefix=".build-", dir=path.parent) as tmp:
         c_file = os.path.join(tmp, f"_sg_{key}.c")
         make_c_source(ffi, f"_sg_{key}", source, c_file)
+        units = [c_file]
+        for k, part in enumerate(parts):
+            units.append(os.path.join(tmp, f"part{k}.c"))
+            with open(units[-1], "w") as f:
+                f.write(part)
         out = os.path.join(tmp, path.name)
         libs = [f for f in build_flags if f.startswith("-l")]
-        cmd = [*cc, *[f for f in build_flags if not f.startswith("-l")], "-I", str(csrc_dir()),
-               "-I", sysconfig.get_paths()["include"], c_file, "-o", out, *libs, "-lm"]
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        if r.returncode != 0:
-            kept = path.with_suffix(".failed.c")
-            shutil.copyfile(c_file, kept)
-            raise CompileError(f"C compiler failed ({' '.join(cmd[:3])} ...), source kept at {kept}:\n"
-                               + r.stderr[-4000:])
+        cflags = [*cc, *[f for f in build_flags if not f.startswith("-l")], "-I", str(csrc_dir()),
+                  "-I", sysconfig.get_paths()["include"]]
+        if len(units) == 1:
+            _run([[*cflags, c_file, "-o", out, *libs, "-lm"]], c_file, path)
+        else:
+            objs = [u[:-2] + ".o" for u in units]
+            _run([[*cflags, "-c", u, "-o", o] for u, o in zip(units, objs)], c_file, path)
+            _run([[*cc, "-shared", *[f for f in build_flags if f == "-fopenmp"], *objs, "-o", out,
+                   *libs, "-lm"]], c_file, path)
         shutil.copyfile(c_file, path.with_name(f"_sg_{key}.c.tmp{os.getpid()}"))
         os.replace(path.with_name(f"_sg_{key}.c.tmp{os.getpid()}"), path.with_name(f"_sg_{key}.c"))
         os.replace(out, path)  # atomic: readers see the old state or the whole file
+
+
+def _run(cmds, c_file, path):
+    """Run compiler commands, as many at once as there are cores; raise on the first failure."""
+    pending, running = list(cmds), []
+    jobs = max(1, os.cpu_count() or 1)
+    failed = None
+    while pending or running:
+        while pending and len(running) < jobs:
+            cmd = pending.pop(0)
+            running.append((cmd, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                                  text=True)))
+        cmd, proc = running.pop(0)
+        _, err = proc.communicate()
+        if proc.returncode != 0 and failed is None:
+            failed = (cmd, err)
+    if failed:
+        cmd, err = failed
+        kept = path.with_suffix(".failed.c")
+        shutil.copyfile(c_file, kept)
+        raise CompileError(f"C compiler failed ({' '.join(cmd[:3])} ...), source kept at {kept}:\n"
+                           + err[-4000:])
 
 
 def _load(key, path):

@@ -11,6 +11,16 @@ MAX_INLINED_NODES = 48
 # Integer powers up to this exponent print as multiplications (exact, no pow call).
 MAX_MUL_POW = 16
 
+# Statements per C function: large programs are split so that the C compiler's register
+# allocation (superlinear in function size) stays cheap.
+MAX_SEGMENT = 400
+
+# Large kernels go to the C compiler as several translation units of this many segments,
+# compiled in parallel, at a cheaper optimisation level past LARGE_KERNEL_OPS operations.
+SEGMENTS_PER_UNIT = 3
+LARGE_KERNEL_OPS = 5000
+
 
 def snapshot():
-    return (INLINE_LIMIT, MAX_INLINED_NODES, MAX_MUL_POW)
+    return (INLINE_LIMIT, MAX_INLINED_NODES, MAX_MUL_POW, MAX_SEGMENT, SEGMENTS_PER_UNIT,
+            LARGE_KERNEL_OPS)

@@ -44,6 +44,23 @@ class _Emitter:
         return t
 
 
+def local_partial(e, s):
+    """d e / d s for one small assignment: the product/sum/power rules directly where they
+    apply (most assignments of a traced program), sympy's diff otherwise."""
+    if e == s:
+        return sp.S.One
+    if e.is_Add:
+        return sp.Add(*[local_partial(a, s) for a in e.args if a == s or (a.args and a.has(s))])
+    if e.is_Mul:
+        hits = [i for i, a in enumerate(e.args) if a == s or (a.args and a.has(s))]
+        if len(hits) == 1:
+            i = hits[0]
+            return sp.Mul(*e.args[:i], *e.args[i + 1:]) * local_partial(e.args[i], s)
+    elif e.is_Pow and e.base == s and not e.exp.has(s):
+        return e.exp * s ** (e.exp - 1)
+    return sp.diff(e, s)
+
+
 def _reverse_rows(prog, exprs, wrt):
     """d exprs[i] / d wrt[j] by reverse accumulation; returns (body, rows)."""
     emit = _Emitter(prog.body)
@@ -69,7 +86,7 @@ def _reverse_rows(prog, exprs, wrt):
                     continue
                 key = (t, s)
                 if key not in partial:
-                    partial[key] = emit(sp.diff(e, s))
+                    partial[key] = emit(local_partial(e, s))
                 if partial[key] != 0:
                     adj[s].append(emit(a * partial[key]))
         rows.append([emit(sp.Add(*adj.get(w, ()))) for w in wrt])

@@ -75,7 +75,7 @@ class Function:
                     shapes = [tuple(s) for s in entry["outputs"]]
                 else:
                     k = self.kernel
-                    mod = build.build(k.source, k.cdecl)
+                    mod = build.build(k.source, k.cdecl, parts=k.parts, extra_flags=k.cflags)
                     shapes = [o.shape for o in self.program.outputs]
                     if fp:
                         build.index_put(fp, {"key": mod._sg_key, "outputs": shapes})

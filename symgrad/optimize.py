@@ -60,7 +60,7 @@ def _inline_single_use(prog):
         _occurrences(e, counts, temps)
     env, body = {}, []
     for t, e in prog.body:
-        e = e.xreplace(env) if env and not e.free_symbols.isdisjoint(env) else e
+        e = e.xreplace(env) if any(s in env for s in e.free_symbols) else e
         n = _nodes(e)
         if counts.get(t, 0) == 1 and n <= config.MAX_INLINED_NODES:
             env[t] = e
