@@ -11,8 +11,8 @@ from .errors import CompileError, TraceError
 from .function import Function
 
 __version__ = "0.1.0"
-__all__ = ["compile", "grad", "jacobian", "hessian", "value_and_grad", "derivative", "where",
-           "Function", "TraceError", "CompileError"]
+__all__ = ["compile", "from_sympy", "grad", "jacobian", "hessian", "value_and_grad", "derivative",
+           "where", "Function", "TraceError", "CompileError"]
 
 
 def compile(f=None, shapes=None, *, dtype="float64"):
@@ -34,9 +34,37 @@ def compile(f=None, shapes=None, *, dtype="float64"):
         name = "lambda"
 
     def make_program():
+        from .function import stage
         from .trace import trace
-        return trace(f, shapes)
+        with stage(name, "trace"):
+            return trace(f, shapes)
     return Function(name, make_program, dtype, args=tuple(zip(names, core)), origin=(f, shapes))
+
+
+def from_sympy(exprs, args, *, dtype="float64", name="sympy_f"):
+    """A Function evaluating sympy expressions you already have.
+
+    ``exprs``: an expression, a list, a Matrix or an Array (a one-column or one-row Matrix
+    is a vector). ``args``: one entry per argument: a symbol or dynamicsymbol (a scalar
+    argument), or a list/Matrix of them (an array argument). Every free symbol of
+    ``exprs`` must be in ``args``. ``.grad``, ``.jacobian``, ``.hessian`` work as for
+    traced functions; ``symgrad.jacobian(F, argnums=0)`` differentiates by one argument."""
+    from .from_sympy import _leaves
+    args = list(args) if isinstance(args, (list, tuple)) else args
+    if not isinstance(args, list):
+        raise TypeError("args must be a list: one entry per argument (a symbol, or a list of symbols)")
+    shapes = [_leaves(a)[1] for a in args]
+    names = [str(a) if shape == () else f"arg{i}" for i, (a, shape) in enumerate(zip(args, shapes))]
+
+    def make_program():
+        from .from_sympy import program_from_sympy
+        from .function import stage
+        with stage(name, "convert sympy expressions"):
+            return program_from_sympy(exprs, args)
+    F = Function(re.sub(r"\W", "_", name), make_program, dtype, args=tuple(zip(names, shapes)))
+    F.program  # convert now: errors in exprs/args surface here, where they were made
+    F.args = tuple((a.name, a.shape) for a in F.program.args)
+    return F
 
 
 def _verb(kind):

@@ -1,5 +1,9 @@
 """Tunable thresholds of the pipeline, in one sympy-free place (they are part of every
 cache fingerprint, since they change the generated code)."""
+import os
+
+# Stages of a compile slower than this many seconds are reported on stderr (None: never).
+PROGRESS_SECONDS = None if os.environ.get("SYMGRAD_QUIET") else 2.0
 
 # Closed-form trees up to this many operations are differentiated as whole expressions
 # (sympy diff + CSE); larger programs by reverse accumulation over the straight-line body.

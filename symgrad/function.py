@@ -5,10 +5,36 @@ dimensions of all arguments broadcast together, and every result has the batch
 shape followed by its own core shape."""
 from __future__ import annotations
 
+import logging
 import threading
+import time
+from contextlib import contextmanager
 from math import prod
 
 import numpy as np
+
+from . import config
+
+# Long compiles report each stage that took more than config.PROGRESS_SECONDS, on stderr.
+# Silence: logging.getLogger("symgrad.progress").setLevel(logging.WARNING), or
+# symgrad.config.PROGRESS_SECONDS = None, or SYMGRAD_QUIET=1 in the environment.
+progress = logging.getLogger("symgrad.progress")
+if not progress.handlers:
+    _handler = logging.StreamHandler()
+    _handler.setFormatter(logging.Formatter("%(message)s"))
+    progress.addHandler(_handler)
+    progress.setLevel(logging.INFO)
+    progress.propagate = False
+
+
+@contextmanager
+def stage(function, what, detail=lambda: ""):
+    """Time one pipeline stage; report it if it was slow."""
+    t = time.perf_counter()
+    yield
+    dt = time.perf_counter() - t
+    if config.PROGRESS_SECONDS is not None and dt >= config.PROGRESS_SECONDS:
+        progress.info("symgrad: %s: %s took %.1f s%s", function, what, dt, detail())
 
 _CTYPES = {"float64": "double", "float32": "float"}
 
@@ -47,8 +73,11 @@ class Function:
             if self._kernel is None:
                 from .optimize import optimize
                 from .render import TARGETS, render
-                self._kernel = render(optimize(self.program), self.c_name,
-                                      TARGETS["c", str(self.dtype)])
+                prog = self.program
+                with stage(self.c_name, "optimize", lambda: f" ({len(prog.body)} assignments)"):
+                    prog = optimize(prog)
+                with stage(self.c_name, "generate C"):
+                    self._kernel = render(prog, self.c_name, TARGETS["c", str(self.dtype)])
             return self._kernel
 
     @property
@@ -75,7 +104,8 @@ class Function:
                     shapes = [tuple(s) for s in entry["outputs"]]
                 else:
                     k = self.kernel
-                    mod = build.build(k.source, k.cdecl, parts=k.parts, extra_flags=k.cflags)
+                    with stage(self.c_name, "C compile", lambda: f" ({k.ops} operations)"):
+                        mod = build.build(k.source, k.cdecl, parts=k.parts, extra_flags=k.cflags)
                     shapes = [o.shape for o in self.program.outputs]
                     if fp:
                         build.index_put(fp, {"key": mod._sg_key, "outputs": shapes})
@@ -115,11 +145,13 @@ class Function:
                 D._check_scalar(self.program, kind)
             if kind == "jacobian" and len(self.program.outputs) != 1:
                 raise ValueError("jacobian of a function with several results: take it of one result")
-            if kind == "jacobian":
-                return D.jacobian(self.program, argnums)
-            if kind == "hessian":
-                return D.hessian(self.program, argnums)
-            return D.grad(self.program, argnums, with_value=kind == "value_and_grad")
+            prog = self.program
+            with stage(f"{self.name}_{kind}", "differentiate"):
+                if kind == "jacobian":
+                    return D.jacobian(prog, argnums)
+                if kind == "hessian":
+                    return D.hessian(prog, argnums)
+                return D.grad(prog, argnums, with_value=kind == "value_and_grad")
         if kind == "grad":
             structure = structure_args
         elif kind == "value_and_grad":
@@ -169,7 +201,9 @@ class Function:
 
         def make():
             from .differentiate import nth
-            return nth(self.program, n, argnum)
+            prog = self.program
+            with stage(f"{self.name}_d{n}", "differentiate"):
+                return nth(prog, n, argnum)
         return Function(self.name, make, self.dtype, f"d{n}", self._structure, self.args, self._origin,
                         self._recipe + (("derivative", n, argnum),))
 
