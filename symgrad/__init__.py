@@ -49,7 +49,7 @@ def from_sympy(exprs, args, *, dtype="float64", name="sympy_f"):
     argument), or a list/Matrix of them (an array argument). Every free symbol of
     ``exprs`` must be in ``args``. ``.grad``, ``.jacobian``, ``.hessian`` work as for
     traced functions; ``symgrad.jacobian(F, argnums=0)`` differentiates by one argument."""
-    from .from_sympy import _leaves
+    from .sympy_input import _leaves
     args = list(args) if isinstance(args, (list, tuple)) else args
     if not isinstance(args, list):
         raise TypeError("args must be a list: one entry per argument (a symbol, or a list of symbols)")
@@ -57,7 +57,7 @@ def from_sympy(exprs, args, *, dtype="float64", name="sympy_f"):
     names = [str(a) if shape == () else f"arg{i}" for i, (a, shape) in enumerate(zip(args, shapes))]
 
     def make_program():
-        from .from_sympy import program_from_sympy
+        from .sympy_input import program_from_sympy
         from .function import stage
         with stage(name, "convert sympy expressions"):
             return program_from_sympy(exprs, args)

@@ -1,0 +1,180 @@
+"""How symgrad's compile cost grows with the size of the function: Lennard-Jones clusters.
+
+    python examples/scaling.py            # ljN gradients N = 5..40, lj10 Hessian, peers, pendulum
+
+For each case a fresh process compiles with an empty cache and reports the time of each
+stage (trace, differentiate, optimize, generate C, C compile), the operation counts and
+the peak memory (this process and the C compiler). Steady-state comparisons with
+symengine's LLVM backend and JAX are measured side by side in this run."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import bench_cases  # noqa: E402
+
+
+def lj_inputs(atoms, n, rng):
+    side = int(np.ceil(atoms ** (1 / 3))) + 1
+    grid = np.stack(np.meshgrid(*[np.arange(side)] * 3, indexing="ij"), -1).reshape(-1, 3)[:atoms] * 1.1
+    return grid.ravel() + rng.uniform(-0.05, 0.05, (n, 3 * atoms))
+
+
+def worker(atoms, what):
+    """One cold compile, stage by stage, in this (fresh) process."""
+    from symgrad import build, differentiate, optimize, render, trace
+    t = {}
+    t0 = time.perf_counter()
+    prog = trace.trace(lambda p: bench_cases.lj(p, atoms), [(3 * atoms,)])
+    t["trace"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    d = differentiate.grad(prog, [0]) if what == "grad" else differentiate.hessian(prog, [0])
+    t["differentiate"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    o = optimize.optimize(d)
+    t["optimize"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    k = render.render(o, f"lj{atoms}_{what}", render.TARGETS["c", "float64"])
+    t["generate C"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    build.build(k.source, k.cdecl, parts=k.parts, extra_flags=k.cflags)
+    t["C compile"] = time.perf_counter() - t0
+    peak = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+               resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024
+    print(json.dumps({"stages": t, "program": len(prog.body), "derivative": len(d.body),
+                      "optimized": len(o.body), "ops": o.count_ops(), "units": 1 + len(k.parts),
+                      "peak_mb": peak}))
+
+
+def cold(atoms, what, tmp):
+    env = dict(os.environ, SYMGRAD_CACHE_DIR=os.path.join(tmp, f"lj{atoms}{what}"), SYMGRAD_QUIET="1")
+    r = subprocess.run([sys.executable, __file__, "--worker", str(atoms), what], env=env,
+                       capture_output=True, text=True, check=True)
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def steady(fn, repeat=7):
+    fn()
+    ts = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t)
+    return statistics.median(ts)
+
+
+def peers(rows):
+    """Steady state on 20,000 points: lj30 gradient vs symengine LLVM, lj10 Hessian vs JAX."""
+    import symgrad
+    rng = np.random.default_rng(0)
+    X30 = lj_inputs(30, 20_000, rng)
+    G = symgrad.compile(lambda p: bench_cases.lj(p, 30), [(90,)]).grad
+    out = np.empty_like(X30)
+    mine = {"lj30": steady(lambda: G(X30, out=out))}
+    try:
+        import symengine as se
+        t = time.perf_counter()
+        p = [se.Symbol(f"p{i}") for i in range(90)]
+        e = bench_cases.lj(p, 30)
+        f = se.Lambdify(p, [e.diff(s) for s in p], backend="llvm", cse=True)
+        rows.append(("symengine LLVM compile (its own diff)", time.perf_counter() - t))
+        ref = f(X30)
+        assert np.allclose(ref, G(X30), rtol=1e-9, atol=1e-9)
+        mine["symengine lj30"] = steady(lambda: f(X30))
+    except ImportError:
+        print("# symengine not installed: skipped (pip install -e '.[bench]')")
+    X10 = lj_inputs(10, 20_000, rng)
+    H = symgrad.compile(lambda p: bench_cases.lj(p, 10), [(30,)]).hessian
+    hout = np.empty((20_000, 30, 30))
+    mine["lj10 hessian"] = steady(lambda: H(X10, out=hout))
+    try:
+        import jax
+        jax.config.update("jax_enable_x64", True)
+        t = time.perf_counter()
+        k = jax.jit(jax.vmap(jax.hessian(lambda p: bench_cases.lj(p, 10))))
+        xs = jax.numpy.asarray(X10)
+        jax.block_until_ready(k(xs))
+        rows.append(("JAX jit(vmap(hessian)) lj10 compile", time.perf_counter() - t))
+        assert np.allclose(np.asarray(k(xs)), H(X10), rtol=1e-9, atol=1e-6)
+        mine["jax lj10 hessian"] = steady(lambda: jax.block_until_ready(k(xs)))
+    except ImportError:
+        print("# jax not installed: skipped (pip install -e '.[bench]')")
+    return mine
+
+
+def pendulum_time(n=16):
+    import pendulum
+    import symgrad
+    km, states, params = pendulum.build(n)
+    t = time.perf_counter()
+    F = symgrad.from_sympy(km.forcing_full, [states, params])
+    J = symgrad.jacobian(F, argnums=0)
+    J(np.zeros(2 * n), np.ones(2 * n + 1))
+    return time.perf_counter() - t
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--worker", nargs=2, help=argparse.SUPPRESS)
+    ap.add_argument("--sizes", type=int, nargs="*", default=[5, 10, 20, 30, 40])
+    ap.add_argument("--no-peers", action="store_true")
+    a = ap.parse_args()
+    if a.worker:
+        return worker(int(a.worker[0]), a.worker[1])
+    tmp = tempfile.mkdtemp(prefix="symgrad-scaling-")
+    stages = ["trace", "differentiate", "optimize", "generate C", "C compile"]
+    head = (f"{'case':<12}" + "".join(f"{s:>14}" for s in stages) + f"{'total s':>9}{'program':>9}"
+            f"{'deriv.':>8}{'ops':>8}{'units':>6}{'peak MB':>8}")
+    print(head)
+    print("-" * len(head))
+    totals = {}
+    for atoms, what in [(n, "grad") for n in a.sizes] + [(10, "hessian")]:
+        r = cold(atoms, what, tmp)
+        total = sum(r["stages"].values())
+        totals[(atoms, what)] = total
+        print(f"{f'lj{atoms} {what}':<12}" + "".join(f"{r['stages'][s]:>14.2f}" for s in stages)
+              + f"{total:>9.2f}{r['program']:>9}{r['derivative']:>8}{r['ops']:>8}{r['units']:>6}"
+              f"{r['peak_mb']:>8.0f}", flush=True)
+    print()
+    checks = []
+    for (atoms, what), limit in {(30, "grad"): 5, (40, "grad"): 10, (10, "hessian"): 5}.items():
+        if (atoms, what) in totals:
+            checks.append((f"lj{atoms} {what} cold compile {totals[atoms, what]:.2f} s", totals[atoms, what] <= limit,
+                           f"<= {limit} s"))
+    if (20, "grad") in totals and (40, "grad") in totals:
+        g = totals[40, "grad"] / totals[20, "grad"]
+        checks.append((f"growth lj20 -> lj40 (4x the pairs): {g:.2f}x", g <= 6, "<= 6x"))
+    if not a.no_peers:
+        rows = []
+        mine = peers(rows)
+        for label, s in rows:
+            print(f"{label}: {s:.1f} s")
+        for k, v in mine.items():
+            print(f"steady 20,000 points, {k}: {v * 1e3:.2f} ms")
+        if "symengine lj30" in mine:
+            r = mine["lj30"] / mine["symengine lj30"]
+            checks.append((f"lj30 gradient steady state {r:.2f}x symengine LLVM", r <= 0.8, "<= 0.8x"))
+        if "jax lj10 hessian" in mine:
+            r = mine["lj10 hessian"] / mine["jax lj10 hessian"]
+            checks.append((f"lj10 Hessian steady state {r:.2f}x JAX", r < 1, "< 1x"))
+        p = pendulum_time()
+        checks.append((f"16-link pendulum Jacobian via from_sympy {p:.2f} s after the model", p <= 10,
+                       "<= 10 s"))
+    print("\n== targets ==")
+    for text, ok, bound in checks:
+        print(f"{text}: {'MET' if ok else 'NOT MET'} ({bound})")
+
+
+if __name__ == "__main__":
+    main()
