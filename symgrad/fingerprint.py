@@ -15,7 +15,8 @@ import types
 
 import numpy as np
 
-_LIBRARIES = ("math", "numpy", "scipy", "builtins", "cmath", "functools", "operator", "symgrad")
+from .usercode import is_library, is_user_module
+
 
 
 class _Opaque(Exception):
@@ -24,8 +25,15 @@ class _Opaque(Exception):
 
 @functools.lru_cache(maxsize=None)
 def _package_digest():
-    """symgrad's own source: a changed symgrad never reuses another's fingerprints."""
+    """symgrad's own source and the versions of what it builds on: a changed symgrad or
+    sympy never reuses another's fingerprints."""
+    from importlib.metadata import PackageNotFoundError, version
     h = hashlib.sha256()
+    for dist in ("sympy", "numpy", "cffi"):
+        try:
+            h.update(f"{dist}={version(dist)}".encode())
+        except PackageNotFoundError:
+            h.update(dist.encode())
     root = os.path.dirname(os.path.abspath(__file__))
     for dirpath, _, files in sorted(os.walk(root)):
         for name in sorted(files):
@@ -124,7 +132,7 @@ class _Feeder:
                 self.feed(k)
 
     def function(self, fn):
-        if _library(fn.__module__):
+        if is_library(fn.__module__):
             return self.put("libfunction", fn.__module__, fn.__qualname__)
         self.put("function", fn.__qualname__)
         self.code(fn.__code__)
@@ -146,7 +154,7 @@ class _Feeder:
                 self.put("unbound", name)  # a builtin, or an attribute name
 
     def module(self, m):
-        if _library(m.__name__) or not _is_user_module(m):
+        if is_library(m.__name__) or not is_user_module(m):
             return self.put("module", m.__name__, getattr(m, "__version__", ""))
         self.put("usermodule", m.__name__)
         for name in sorted(self.names):
@@ -161,25 +169,13 @@ class _Feeder:
         for base in c.__mro__[1:]:
             self.put("base", base.__module__, base.__qualname__)
         for k, x in sorted(vars(c).items()):
-            if isinstance(x, (types.FunctionType, staticmethod, classmethod, property)) or \
-                    isinstance(x, (bool, int, float, str, tuple)):
-                self.put("member", k)
-                self.feed(x.__func__ if isinstance(x, (staticmethod, classmethod)) else
-                          x.fget if isinstance(x, property) else x)
-
-
-def _library(module_name):
-    return (module_name or "").split(".")[0] in _LIBRARIES
+            if k in ("__dict__", "__weakref__", "__module__", "__doc__", "__qualname__"):
+                continue
+            self.put("member", k)  # every member: methods may read any of them
+            self.feed(x.__func__ if isinstance(x, (staticmethod, classmethod)) else
+                      x.fget if isinstance(x, property) else x)
 
 
 def _is_user(cls):
     mod = sys.modules.get(cls.__module__)
-    return mod is not None and not _library(cls.__module__) and _is_user_module(mod)
-
-
-def _is_user_module(m):
-    if m.__name__ == "__main__":
-        return True
-    f = getattr(m, "__file__", None) or ""
-    return bool(f) and "site-packages" not in f and not f.startswith(sys.prefix) \
-        and not f.startswith(sys.base_prefix)
+    return mod is not None and is_user_module(mod)

@@ -11,7 +11,6 @@ import builtins
 import functools
 import math
 import sys
-import sysconfig
 import types
 
 import numpy as np
@@ -19,6 +18,7 @@ import numpy as np
 from . import mathfns
 from .errors import TraceError
 from .trace import Condition, Value, apply, select_max, select_min, user_site, where
+from .usercode import is_library, is_user_module
 
 
 def _traced(args):
@@ -213,15 +213,6 @@ for _k in dir(np):
         _DIRECT.setdefault(id(_v), numpy_ufunc(_v))
 _DIRECT[id(np.where)] = _npwhere
 
-# Packages whose functions are called as they are (their own code is not user code).
-_LIBRARIES = ("numpy", "scipy", "sympy", "symgrad", "mpmath", "cffi", "functools", "typing",
-              "builtins", "importlib", "collections", "abc", "inspect", "jax", "torch")
-
-
-def _is_library(module_name):
-    return (module_name or "").split(".")[0] in _LIBRARIES
-
-
 class _LazyModule(types.ModuleType):
     """A user module whose attributes are rewritten on first access."""
 
@@ -278,7 +269,7 @@ class _Rewriter:
             return hit
         if id(v) in self.memo:
             return self.memo[id(v)]
-        if isinstance(v, types.FunctionType) and not _is_library(v.__module__):
+        if isinstance(v, types.FunctionType) and not is_library(v.__module__):
             return self.function(v)
         if isinstance(v, types.MethodType) and isinstance(v.__func__, types.FunctionType):
             new = self.memo[id(v)] = types.MethodType(self.value(v.__func__), v.__self__)
@@ -286,7 +277,7 @@ class _Rewriter:
             new = self.memo[id(v)] = functools.partial(
                 self.value(v.func), *map(self.value, v.args),
                 **{k: self.value(x) for k, x in v.keywords.items()})
-        elif isinstance(v, types.ModuleType) and _is_user_module(v):
+        elif isinstance(v, types.ModuleType) and is_user_module(v):
             new = self.memo[id(v)] = _LazyModule(v, self)
         elif isinstance(v, (tuple, list, dict)) and len(v) <= _MAX_CONTAINER:
             self.memo[id(v)] = v  # a container that holds itself
@@ -338,19 +329,8 @@ def _is_user_object(v):
     if isinstance(v, (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType)):
         return False
     mod = sys.modules.get(cls.__module__)
-    return mod is not None and _is_user_module(mod) and hasattr(cls, "__dict__") and \
+    return mod is not None and is_user_module(mod) and hasattr(cls, "__dict__") and \
         any(isinstance(a, types.FunctionType) for a in vars(cls).values())
-
-
-def _is_user_module(m):
-    if m.__name__ == "__main__":  # a script, `python -c`, a notebook
-        return True
-    f = getattr(m, "__file__", None)
-    return (f is not None and not _is_library(m.__name__) and "site-packages" not in f
-            and not f.startswith(_STDLIB))
-
-
-_STDLIB = sysconfig.get_paths()["stdlib"]
 
 
 def rewrite(fn):
