@@ -17,9 +17,14 @@
 #define SYMGRAD_BLOCKS_FOR \
     _Pragma("omp parallel for schedule(static) if(sg_nb >= sg_par_min)") \
     for (int64_t sg_b = 0; sg_b < sg_nb; ++sg_b)
-#define SYMGRAD_SIMD _Pragma("omp simd")
 #else
 #define SYMGRAD_BLOCKS_FOR for (int64_t sg_b = 0; sg_b < sg_nb; ++sg_b)
+#endif
+
+/* The loop over the lanes of a block is a SIMD loop. */
+#if defined(_OPENMP)
+#define SYMGRAD_SIMD _Pragma("omp simd")
+#else
 #define SYMGRAD_SIMD
 #endif
 

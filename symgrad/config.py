@@ -15,8 +15,8 @@ MAX_INLINED_NODES = 48
 # Integer powers up to this exponent print as multiplications (exact, no pow call).
 MAX_MUL_POW = 16
 
-# Statements per C function: large programs are split so that the C compiler's register
-# allocation (superlinear in function size) stays cheap.
+# Statements (and loads of earlier temporaries) per C function: large programs are split
+# so that the C compiler's work, superlinear in function size, stays cheap.
 MAX_SEGMENT = 400
 
 # Large kernels go to the C compiler as several translation units of this many segments,
