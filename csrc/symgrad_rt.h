@@ -6,6 +6,8 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 /* Generated kernels evaluate points in blocks of one SIMD vector (4 doubles, 8 floats).
  * Every point of every call, tails and single points included, runs through the same
@@ -34,6 +36,16 @@
 #else
 #define SYMGRAD_HIDDEN
 #endif
+
+/* Heap memory for the local arrays of large kernels; running out of memory is reported, not ignored. */
+static inline void *symgrad_alloc(size_t bytes) {
+    void *p = malloc(bytes);
+    if (p == NULL) {
+        fprintf(stderr, "symgrad: out of memory allocating %zu bytes for a kernel\n", bytes);
+        abort();
+    }
+    return p;
+}
 
 /* Copy r <= w points of s numbers each into a block of w points, repeating the first. */
 #define SYMGRAD_PAD(T)                                                                      \

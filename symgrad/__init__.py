@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from .errors import CompileError, TraceError
-from .function import Function
+from .function import Function, Origin
 
 __version__ = "0.1.0"
 __all__ = ["compile", "from_sympy", "grad", "jacobian", "hessian", "value_and_grad", "derivative",
@@ -33,12 +33,15 @@ def compile(f=None, shapes=None, *, dtype="float64"):
     if name == "_lambda_":
         name = "lambda"
 
+    origin = Origin(f, shapes)
+
     def make_program():
         from .function import stage
         from .trace import trace
+        origin.fingerprint()  # pinned before the trace reads globals that may change later
         with stage(name, "trace"):
             return trace(f, shapes)
-    return Function(name, make_program, dtype, args=tuple(zip(names, core)), origin=(f, shapes))
+    return Function(name, make_program, dtype, args=tuple(zip(names, core)), origin=origin)
 
 
 def from_sympy(exprs, args, *, dtype="float64", name="sympy_f"):

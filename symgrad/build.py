@@ -26,7 +26,7 @@ from .errors import CompileError
 
 VERSION = "0.1.0"
 _loaded = {}
-_lock = threading.Lock()
+_lock = threading.RLock()  # build() retries itself with fallback flags
 
 # IEEE semantics: no -ffast-math; no FMA contraction, so every operation rounds as written
 # and results do not depend on vectorisation or thread count. sin/cos are not builtins so

@@ -22,9 +22,12 @@ MAX_SEGMENT = 400
 # Large kernels go to the C compiler as several translation units of this many segments,
 # compiled in parallel, at a cheaper optimisation level past LARGE_KERNEL_OPS operations.
 SEGMENTS_PER_UNIT = 3
+
+# Local arrays of a kernel larger than this live on the heap instead of the stack.
+MAX_STACK_BYTES = 64 << 10
 LARGE_KERNEL_OPS = 5000
 
 
 def snapshot():
     return (INLINE_LIMIT, MAX_INLINED_NODES, MAX_MUL_POW, MAX_SEGMENT, SEGMENTS_PER_UNIT,
-            LARGE_KERNEL_OPS)
+            LARGE_KERNEL_OPS, MAX_STACK_BYTES)

@@ -38,7 +38,7 @@ class _Emitter:
             return e
         t = self.memo.get(e)
         if t is None:
-            t = sp.Symbol(f"_d{len(self.body)}", real=True)
+            t = sp.Symbol(f"d.{len(self.body)}", real=True)  # never a Python name
             self.body.append((t, e))
             self.memo[e] = t
         return t

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib.util
 import os
 import sys
 import types
@@ -35,7 +36,8 @@ def _package_digest():
         except PackageNotFoundError:
             h.update(dist.encode())
     root = os.path.dirname(os.path.abspath(__file__))
-    for dirpath, _, files in sorted(os.walk(root)):
+    from .build import csrc_dir
+    for dirpath, _, files in sorted(os.walk(root)) + [(str(csrc_dir()), None, ["symgrad_rt.h"])]:
         for name in sorted(files):
             if name.endswith((".py", ".h")):
                 with open(os.path.join(dirpath, name), "rb") as f:
@@ -47,7 +49,9 @@ def fingerprint(fn, *extra):
     """Hex digest of ``fn`` and ``extra`` (shapes, dtype, derivative, flags), or None."""
     h = hashlib.sha256(_package_digest().encode())
     try:
-        _Feeder(h).feed(fn)
+        feeder = _Feeder(h)
+        feeder.feed(fn)
+        feeder.finish()
         for e in extra:
             _Feeder(h).feed(e)
     except (_Opaque, RecursionError):
@@ -65,7 +69,9 @@ def _code_names(code, acc):
 
 class _Feeder:
     def __init__(self, h):
+        # seen: id -> (index, object); holding the object keeps its id from being reused
         self.h, self.seen, self.names = h, {}, set()
+        self.user_modules, self.fed_attrs = [], set()
 
     def put(self, *parts):
         for p in parts:
@@ -75,8 +81,8 @@ class _Feeder:
         if v is None or isinstance(v, (bool, int, float, complex, str, bytes)):
             return self.put(type(v).__name__, repr(v))
         if id(v) in self.seen:
-            return self.put("ref", self.seen[id(v)])
-        self.seen[id(v)] = len(self.seen)
+            return self.put("ref", self.seen[id(v)][0])
+        self.seen[id(v)] = (len(self.seen), v)
         if isinstance(v, (np.generic,)):
             return self.put(type(v).__name__, repr(v))
         if isinstance(v, np.ndarray):
@@ -151,16 +157,45 @@ class _Feeder:
                 self.put("global", name)
                 self.feed(g[name])
             else:
-                self.put("unbound", name)  # a builtin, or an attribute name
+                self.put("unbound", name)  # a builtin, an attribute name, or an import
+                self.imported(name)
 
     def module(self, m):
         if is_library(m.__name__) or not is_user_module(m):
             return self.put("module", m.__name__, getattr(m, "__version__", ""))
         self.put("usermodule", m.__name__)
-        for name in sorted(self.names):
-            if hasattr(m, name):
-                self.put("attr", name)
-                self.feed(getattr(m, name))
+        self.user_modules.append(m)  # its attributes are fed in finish(), once all names are known
+
+    def imported(self, name):
+        """A module the code may import while it runs (`import helpers` inside a function)."""
+        m = sys.modules.get(name)
+        if m is not None:
+            return self.feed(m)
+        if is_library(name):
+            return
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            return
+        origin = getattr(spec, "origin", None) if spec else None
+        if origin and origin.endswith(".py") and "site-packages" not in origin:
+            with open(origin, "rb") as f:
+                self.put("importable", name)
+                self.h.update(f.read())
+
+    def finish(self):
+        """Feed the attributes of user modules that any code reached names (to a fixpoint:
+        feeding an attribute can reach more code and names)."""
+        progress = True
+        while progress:
+            progress = False
+            for m in list(self.user_modules):
+                for name in sorted(self.names):
+                    if (id(m), name) not in self.fed_attrs and hasattr(m, name):
+                        self.fed_attrs.add((id(m), name))
+                        self.put("attr", m.__name__, name)
+                        self.feed(getattr(m, name))
+                        progress = True
 
     def cls(self, c):
         if not _is_user(c):

@@ -115,12 +115,12 @@ class Function:
             return self._lib
 
     def _fingerprint(self):
-        if self._origin is None:
+        source = self._origin.fingerprint() if self._origin is not None else None
+        if source is None:
             return None
         from . import build, config
         from .fingerprint import fingerprint
-        fn, shapes = self._origin
-        return fingerprint(fn, self.c_name, shapes, str(self.dtype), self._recipe, config.snapshot(),
+        return fingerprint(source, self.c_name, str(self.dtype), self._recipe, config.snapshot(),
                            build.flags(), build.machine())
 
     # -- derived functions ---------------------------------------------------------------
@@ -276,6 +276,23 @@ class Function:
     def __repr__(self):
         args = ", ".join(f"{name}{list(shape)}" for name, shape in self.args)
         return f"<symgrad.Function {self.c_name}({args}) {self.dtype}>"
+
+
+class Origin:
+    """The Python function a Function is traced from. Its fingerprint is taken once, before
+    the trace reads the function, so a cached kernel is filed under what was traced."""
+
+    def __init__(self, fn, shapes):
+        self.fn, self.shapes = fn, shapes
+        self._fingerprint, self._taken = None, False
+        self._lock = threading.Lock()
+
+    def fingerprint(self):
+        with self._lock:
+            if not self._taken:
+                from .fingerprint import fingerprint
+                self._fingerprint, self._taken = fingerprint(self.fn, self.shapes), True
+            return self._fingerprint
 
 
 _PYNUM = (float, int, np.float64)

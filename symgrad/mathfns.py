@@ -27,6 +27,18 @@ class copysign(sp.Function):
             return sp.Float(math.copysign(float(a), float(b)))
 
 
+class Floor(sp.floor):
+    """floor, whose derivative is 0 (almost everywhere), as for any step."""
+
+    def fdiff(self, argindex=1):
+        return sp.S.Zero
+
+
+class Ceiling(sp.ceiling):
+    def fdiff(self, argindex=1):
+        return sp.S.Zero
+
+
 def _log(x, base=None):
     return sp.log(x) if base is None else sp.log(x) / sp.log(base)
 
@@ -55,7 +67,7 @@ UNARY = {
     "log1p": log1p, "log2": log2, "log10": log10,
     "sqrt": sp.sqrt, "cbrt": Cbrt, "fabs": sp.Abs,
     "erf": sp.erf, "erfc": sp.erfc, "gamma": sp.gamma, "lgamma": sp.loggamma,
-    "floor": sp.floor, "ceil": sp.ceiling,
+    "floor": Floor, "ceil": Ceiling,
     "degrees": lambda x: x * (180 / sp.pi), "radians": lambda x: x * (sp.pi / 180),
 }
 MATH = dict(UNARY)
@@ -77,7 +89,7 @@ NUMPY.update({
     "add": lambda x, y: x + y, "subtract": lambda x, y: x - y,
     "multiply": lambda x, y: x * y, "divide": lambda x, y: x / y,
     "true_divide": lambda x, y: x / y, "negative": lambda x: -x, "positive": lambda x: x,
-    "ceil": sp.ceiling, "rint": None, "trunc": None,
+    "ceil": Ceiling, "rint": None, "trunc": None,
 })
 for _k in ("gamma", "lgamma", "erf", "erfc"):
     NUMPY.pop(_k)  # not numpy ufuncs (scipy.special's are)

@@ -22,7 +22,7 @@ def _cse(prog):
     exprs = prog.output_exprs()
     if all(e.is_Atom for e in exprs):
         return prog
-    temps = sp.numbered_symbols("_c", real=True)
+    temps = sp.numbered_symbols("c.", real=True)  # never a Python name
     body, reduced = sp.cse(exprs, symbols=temps, order="none")
     return Program(prog.args, tuple(body), split(reduced, prog.outputs))
 

@@ -14,6 +14,7 @@ import sys
 import types
 
 import numpy as np
+import sympy as sp
 
 from . import mathfns
 from .errors import TraceError
@@ -49,9 +50,9 @@ def _reduce(name, original, combine, start):
     @functools.wraps(original)
     def shim(iterable, *a, **kw):
         xs = list(iterable)
-        if not _traced(xs):
+        if not _traced(xs + list(a) + list(kw.values())):
             return original(xs, *a, **kw)
-        return functools.reduce(combine, xs, start if not a else a[0])
+        return functools.reduce(combine, xs, a[0] if a else kw.get("start", start))
     return shim
 
 
@@ -70,7 +71,7 @@ def _math_module():
     m.fsum = _reduce("fsum", math.fsum, lambda a, b: a + b, 0)
     m.prod = _reduce("prod", math.prod, lambda a, b: a * b, 1)
     m.dist = lambda p, q: m.hypot(*[a - b for a, b in zip(p, q)]) if _traced(list(p) + list(q)) else math.dist(p, q)
-    m.trunc = lambda x: apply(lambda e: __import__("sympy").sign(e) * __import__("sympy").floor(abs(e)), x) if isinstance(x, Value) else math.trunc(x)
+    m.trunc = lambda x: apply(lambda e: sp.sign(e) * mathfns.Floor(abs(e)), x) if isinstance(x, Value) else math.trunc(x)
     return m
 
 
@@ -227,36 +228,13 @@ class _LazyModule(types.ModuleType):
         return v
 
 
-class _InstanceProxy:
-    """A user object seen by traced code: attribute reads (methods included) are rewritten."""
-
-    __slots__ = ("_sg_obj", "_sg_rewriter")
-
-    def __init__(self, obj, rewriter):
-        object.__setattr__(self, "_sg_obj", obj)
-        object.__setattr__(self, "_sg_rewriter", rewriter)
-
-    def __getattr__(self, k):
-        v = getattr(self._sg_obj, k)
-        if isinstance(v, types.MethodType) and v.__self__ is self._sg_obj:
-            return types.MethodType(self._sg_rewriter.value(v.__func__), self)
-        return self._sg_rewriter.value(v)
-
-    def __setattr__(self, k, v):
-        setattr(self._sg_obj, k, v)
-
-    def __call__(self, *a, **kw):
-        call = type(self._sg_obj).__call__
-        return self._sg_rewriter.value(call)(self, *a, **kw)
-
-
 # Containers up to this size are rewritten element by element (tables of functions).
 _MAX_CONTAINER = 10_000
 
 
 class _Rewriter:
     def __init__(self):
-        self.memo, self.globals_memo = {}, {}
+        self.memo, self.globals_memo, self.classes = {}, {}, {}
         self.builtins = dict(BUILTINS, __import__=self._import)
 
     def _import(self, name, globals=None, locals=None, fromlist=(), level=0):
@@ -291,10 +269,44 @@ class _Rewriter:
                                   if type(v) in (tuple, list) else v)
             self.memo[id(v)] = new
         elif _is_user_object(v):
-            new = self.memo[id(v)] = _InstanceProxy(v, self)
+            new = self.memo[id(v)] = self.instance(v)
         else:
             return v
         return new
+
+    def instance(self, obj):
+        """A user object as traced code sees it: an instance of a subclass of its class whose
+        methods are rewritten, sharing the object's __dict__ (isinstance and super() work)."""
+        sub = self.rewritten_class(type(obj))
+        if sub is None:
+            return obj
+        try:
+            new = object.__new__(sub)
+            object.__setattr__(new, "__dict__", obj.__dict__)
+        except TypeError:
+            return obj
+        return new
+
+    def rewritten_class(self, cls):
+        """A subclass of ``cls`` holding rewritten copies of its own methods, with the rewritten
+        classes of its user-defined bases after it in the MRO (so super() finds them too)."""
+        if cls in self.classes:
+            return self.classes[cls]
+        self.classes[cls] = None  # a class that cannot be rewritten stays as it is
+        ns = {}
+        for k, a in vars(cls).items():
+            if isinstance(a, types.FunctionType):
+                ns[k] = self.value(a)
+            elif isinstance(a, (staticmethod, classmethod)) and isinstance(a.__func__, types.FunctionType):
+                ns[k] = type(a)(self.value(a.__func__))
+            elif isinstance(a, property):
+                ns[k] = property(*[self.value(f) if f else None for f in (a.fget, a.fset, a.fdel)])
+        bases = [self.rewritten_class(b) for b in cls.__bases__ if b is not object and _is_user_class(b)]
+        try:
+            self.classes[cls] = type(cls.__name__, (cls, *[b for b in bases if b is not None]), ns)
+        except TypeError:
+            pass
+        return self.classes[cls]
 
     def function(self, fn):
         # Register the copy before filling its globals and cells: recursion finds it.
@@ -321,6 +333,11 @@ class _Rewriter:
         if fn.__kwdefaults__:
             new.__kwdefaults__ = {k: self.value(v) for k, v in fn.__kwdefaults__.items()}
         return new
+
+
+def _is_user_class(cls):
+    mod = sys.modules.get(cls.__module__)
+    return mod is not None and is_user_module(mod)
 
 
 def _is_user_object(v):

@@ -49,7 +49,7 @@ class Tracer:
             return expr
         t = self.memo.get(expr)
         if t is None:
-            t = sp.Symbol(f"_t{len(self.body)}", real=True)
+            t = sp.Symbol(f"t.{len(self.body)}", real=True)  # never a Python name
             self.body.append((t, expr))
             self.memo[expr] = t
         return t
@@ -158,13 +158,14 @@ class Value:
 
     def __array_ufunc__(self, ufunc, method, *args, **kw):
         from .shims import numpy_ufunc
-        if "out" in kw:
-            raise TraceError(f"numpy.{ufunc.__name__}(..., out=...) or an in-place operation stores a traced "
-                             f"value into a float array at {user_site()}: build an object array "
-                             "(dtype=object) or a list instead")
+        out = _object_out(ufunc, kw.pop("out", None))
         if method != "__call__" or kw:
             return NotImplemented
-        return numpy_ufunc(ufunc)(*args)
+        res = numpy_ufunc(ufunc)(*[a.view(np.ndarray) if isinstance(a, TracedArray) else a for a in args])
+        if out is not None:
+            out[...] = res
+            return out
+        return res
 
     def __repr__(self):
         return f"Value({self.e})"
@@ -193,10 +194,7 @@ class TracedArray(np.ndarray):
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kw):
         from .shims import numpy_ufunc
-        out = kw.pop("out", None)
-        if out is not None and any(o is not None for o in (out if isinstance(out, tuple) else (out,))):
-            raise TraceError(f"numpy.{ufunc.__name__}(..., out=...) stores traced values at {user_site()}: "
-                             "use the returned array instead")
+        out = _object_out(ufunc, kw.pop("out", None))
         plain = [x.view(np.ndarray) if isinstance(x, TracedArray) else x for x in inputs]
         shim = numpy_ufunc(ufunc)
         if not hasattr(shim, "_obj"):  # no stand-in (np.matmul ...): numpy's object loop
@@ -205,7 +203,22 @@ class TracedArray(np.ndarray):
             res = shim(*plain, **kw)
         else:
             res = getattr(shim._obj, method)(*plain, **kw)
+        if out is not None:  # numpy's own code (np.mean) writing into an object array: fine
+            out[...] = res
+            return out.view(TracedArray)
         return res.view(TracedArray) if isinstance(res, np.ndarray) and res.dtype == object else res
+
+
+def _object_out(ufunc, out):
+    """The out= array of a ufunc on traced values: only object arrays can hold them."""
+    outs = [o for o in (out if isinstance(out, tuple) else (out,)) if o is not None]
+    if not outs:
+        return None
+    if len(outs) == 1 and isinstance(outs[0], np.ndarray) and outs[0].dtype == object:
+        return outs[0].view(np.ndarray)
+    raise TraceError(f"numpy.{ufunc.__name__}(..., out=...) or an in-place operation stores a traced "
+                     f"value into a float array at {user_site()}: build an object array "
+                     "(dtype=object) or a list instead")
 
 
 class Condition:
@@ -289,7 +302,7 @@ def trace(fn, shapes=None):
             values.append(Value(syms[0]))
         else:
             idx = np.ndindex(*shape)
-            syms = tuple(sp.Symbol(name + "_" + "_".join(map(str, i)), real=True) for i in idx)
+            syms = tuple(sp.Symbol(f"{name}[{', '.join(map(str, i))}]", real=True) for i in idx)
             arr = np.empty(len(syms), dtype=object)
             arr[:] = [Value(s) for s in syms]
             values.append(arr.reshape(shape).view(TracedArray))

@@ -173,7 +173,7 @@ def test_expr_of_simple_function_matches_hand_written():
 
 def test_expr_of_vector_function_matches_hand_written():
     F = symgrad.compile(_expr_vector, shapes=[(2,)])
-    v0, v1 = sp.symbols("v_0 v_1", real=True)
+    v0, v1 = sp.symbols("v[0] v[1]", real=True)
     e = F.expr
     assert isinstance(e, sp.NDimArray) and e.shape == (2,)
     assert sp.simplify(e[0] - v0 * v1) == 0

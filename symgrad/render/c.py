@@ -56,6 +56,13 @@ class Printer(C99CodePrinter):
     def _one(self):
         return "1.0F" if self.target.real == "float" else "1.0"
 
+    def _print_Mul(self, e):
+        # x/10 as a division, as written, not as x times a rounded 1/10
+        c, rest = e.as_coeff_Mul()
+        if c.is_Rational and not c.is_Integer and rest != 1:
+            return f"({self._print(c.p * rest)})/{self._print(sp.Integer(c.q))}"
+        return super()._print_Mul(e)
+
     def _print_Integer(self, e):
         # Beyond 2**53 a C integer literal could overflow; a double literal is what is meant.
         return super()._print_Integer(e) if abs(e.p) < 2**53 else self._literal(e.p)
@@ -113,6 +120,12 @@ class Printer(C99CodePrinter):
         m, x = e.args
         return f"symgrad_polygamma({self._print(m)}, {self._print(x)})"
 
+    def _print_Floor(self, e):
+        return f"floor{self._suffix()}({self._print(e.args[0])})"
+
+    def _print_Ceiling(self, e):
+        return f"ceil{self._suffix()}({self._print(e.args[0])})"
+
     def _print_copysign(self, e):
         return f"copysign{self._suffix()}({self._print(e.args[0])}, {self._print(e.args[1])})"
 
@@ -147,8 +160,8 @@ class Kernel:
     cflags: tuple = ()  # compiler flags this kernel needs beyond the defaults
 
 
-def _cname(name, taken):
-    base = re.sub(r"\W", "_", name)
+def _cname(name, taken, prefix=""):
+    base = prefix + re.sub(r"[^0-9A-Za-z_]", "_", name)
     if not base or base[0].isdigit():
         base = "_" + base
     if base.startswith("sg_"):
@@ -162,7 +175,7 @@ def _cname(name, taken):
 def render(prog, name, target: Target) -> Kernel:
     """Print a Program as a C kernel named ``name`` (see Kernel)."""
     taken = set()
-    arg_names = [_cname(a.name, taken) for a in prog.args]
+    arg_names = [_cname(a.name, taken, "a_") for a in prog.args]  # a_ keeps clear of exp, linux...
     res_names = [_cname(o.name, taken) for o in prog.outputs]
     T = target.real
     ops = prog.count_ops()
@@ -221,7 +234,7 @@ def _omp_segments(prog, name, target, arg_names, res_names):
     number = {t: k for k, (t, _) in enumerate(prog.body)}
     inputs, seen = {}, set()
     for k, s in enumerate(prog.input_symbols()):
-        c = "sg_v_" + re.sub(r"\W", "_", s.name)
+        c = "sg_v_" + re.sub(r"[^0-9A-Za-z_]", "_", s.name)
         inputs[s] = c if c not in seen else f"sg_in{k}"
         seen.add(inputs[s])
     params = ([f"const {T} *restrict {c}" for c in arg_names] + [f"{T} *restrict {c}" for c in res_names]
@@ -262,6 +275,14 @@ def _omp_segments(prog, name, target, arg_names, res_names):
     return protos + [""], chunks, len(segs), scratch
 
 
+def _local(T, name, count):
+    """Declaration (and release) of a local array: on the stack while small, else on the heap,
+    so that kernels of large arrays never overflow a thread's stack."""
+    if count * 8 <= config.MAX_STACK_BYTES:
+        return (f"    {T} {name}[{count}];",)
+    return (f"    {T} *{name} = ({T} *)symgrad_alloc({count} * sizeof({T}));", f"    free({name});")
+
+
 def _omp_entry_points(name, target, arg_names, res_names, sizes, plain, ops, nseg, scratch, scalar):
     """Block, tail, one-point, batch and scalar entry points around the segments."""
     T, W = target.real, target.block
@@ -271,8 +292,9 @@ def _omp_entry_points(name, target, arg_names, res_names, sizes, plain, ops, nse
     params = [f"const {T} *restrict {c}" for c in arg_names] + [f"{T} *restrict {c}" for c in res_names]
     # A block of W points: transpose arrays to lanes-innermost, run the SIMD lane loop, transpose back.
     soa = [c if s == 1 else f"sg_soa_{c}" for c, s in zip(names, sizes)] + ["sg_t"]
-    block = [f"static void {name}_block({', '.join(params)}) {{", f"    {T} sg_t[{scratch}];"]
-    block += [f"    {T} sg_soa_{c}[{W * s}];" for c, s in zip(names, sizes) if s > 1]
+    block_locals = [("sg_t", scratch)] + [(f"sg_soa_{c}", W * s) for c, s in zip(names, sizes) if s > 1]
+    block = [f"static void {name}_block({', '.join(params)}) {{"]
+    block += [_local(T, v, n)[0] for v, n in block_locals]
     block += [f"    for (int sg_j = 0; sg_j < {W}; ++sg_j) for (int sg_k = 0; sg_k < {s}; ++sg_k) "
               f"sg_soa_{c}[sg_k*{W} + sg_j] = {c}[sg_j*{s} + sg_k];"
               for c, s in zip(arg_names, sizes) if s > 1]
@@ -280,14 +302,16 @@ def _omp_entry_points(name, target, arg_names, res_names, sizes, plain, ops, nse
     block += [f"    for (int sg_j = 0; sg_j < {W}; ++sg_j) for (int sg_k = 0; sg_k < {s}; ++sg_k) "
               f"{c}[sg_j*{s} + sg_k] = sg_soa_{c}[sg_k*{W} + sg_j];"
               for c, s in zip(res_names, sizes[nargs:]) if s > 1]
+    block += [line for v, n in block_locals for line in _local(T, v, n)[1:]]
     block += ["}", ""]
     # Threads pay off above ~2e5 operations per call (waking a team costs ~10 us).
     par_min = max(1, 200_000 // max(ops * W, 1))
     tail = [f"static void {name}_tail(int64_t sg_r, {', '.join(plain)}) {{"]
-    tail += [f"    {T} sg_buf_{c}[{W * s}];" for c, s in zip(names, sizes)]
+    tail += [_local(T, f"sg_buf_{c}", W * s)[0] for c, s in zip(names, sizes)]
     tail += [f"    symgrad_pad_{T}({c}, sg_r, {s}, {W}, sg_buf_{c});" for c, s in zip(arg_names, sizes)]
     tail += [f"    {name}_block({', '.join('sg_buf_' + c for c in names)});"]
     tail += [f"    symgrad_unpad_{T}(sg_buf_{c}, sg_r, {s}, {c});" for c, s in zip(res_names, sizes[nargs:])]
+    tail += [line for c, s in zip(names, sizes) for line in _local(T, f"sg_buf_{c}", W * s)[1:]]
     out = [*block, *tail, "}", "",
            f"void {name}({', '.join(plain)}) {{ {name}_tail(1, {', '.join(names)}); }}", "",
            f"void {name}_batch(int64_t n, {', '.join(plain)}) {{",
