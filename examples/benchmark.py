@@ -78,8 +78,11 @@ class Case:
             import sympy as sp
             import symgrad
             prog = symgrad.compile(self.fn, self.shapes).program
-            syms = prog.input_symbols()
-            value = prog.inlined()[0]
+            # plain identifiers (x[3] -> x_3) for the peers' printers
+            rename = {s: sp.Symbol("".join(ch if ch.isalnum() else "_" for ch in s.name).strip("_"), real=True)
+                      for s in prog.input_symbols()}
+            syms = [rename[s] for s in prog.input_symbols()]
+            value = prog.inlined()[0].xreplace(rename)
             if self.what == "grad":
                 exprs = [sp.diff(value, s) for s in syms]
             else:
