@@ -155,14 +155,21 @@ def run_floor(case, tmp):
     return first, call
 
 
+def cse_lines(case, load, assign, store, printer):
+    """The naive generators' loop body: inputs, sympy's CSE temporaries, outputs."""
+    import sympy as sp
+    syms, exprs = case.symbolic()
+    temps, reduced = sp.cse(exprs)
+    return ([load.format(s=s, k=k) for k, s in enumerate(syms)]
+            + [assign.format(a=a, e=printer(e)) for a, e in temps]
+            + [store.format(k=k, e=printer(e)) for k, e in enumerate(reduced)])
+
+
 def run_handc(case, tmp):
     import sympy as sp
     t = time.perf_counter()
-    syms, exprs = case.symbolic()
-    temps, reduced = sp.cse(exprs)
-    body = [f"const double {s} = in[i*{case.nin} + {k}];" for k, s in enumerate(syms)]
-    body += [f"const double {a} = {sp.ccode(e)};" for a, e in temps]
-    body += [f"out[i*{case.nout} + {k}] = {sp.ccode(e)};" for k, e in enumerate(reduced)]
+    body = cse_lines(case, f"const double {{s}} = in[i*{case.nin} + {{k}}];", "const double {a} = {e};",
+                     f"out[i*{case.nout} + {{k}}] = {{e}};", sp.ccode)
     src = ("#include <math.h>\n#include <stdint.h>\n"
            "void handc(int64_t n, const double *in, double *out) {\n"
            "#pragma omp parallel for schedule(static)\n"
@@ -178,15 +185,10 @@ def run_handc(case, tmp):
 
 def run_numba(case, tmp):
     import numba  # noqa: F401
-    import sympy as sp
     from sympy.printing.pycode import PythonCodePrinter
     t = time.perf_counter()
-    syms, exprs = case.symbolic()
-    temps, reduced = sp.cse(exprs)
     p = PythonCodePrinter({"fully_qualified_modules": True})
-    lines = [f"        {s} = X[i, {k}]" for k, s in enumerate(syms)]
-    lines += [f"        {a} = {p.doprint(e)}" for a, e in temps]
-    lines += [f"        OUT[i, {k}] = {p.doprint(e)}" for k, e in enumerate(reduced)]
+    lines = cse_lines(case, "        {s} = X[i, {k}]", "        {a} = {e}", "        OUT[i, {k}] = {e}", p.doprint)
     src = ("import math\nfrom numba import njit, prange\n@njit(parallel=True)\ndef kern(X, OUT):\n"
            "    for i in prange(X.shape[0]):\n" + "\n".join(lines) + "\n")
     ns = {}
@@ -258,7 +260,6 @@ def scalar_overheads(repeat=7):
     syms, exprs = case.symbolic()
     try:
         import numba
-        import sympy as sp
         from sympy.printing.pycode import PythonCodePrinter
         src = f"import math\ndef g({syms[0]}):\n    return {PythonCodePrinter().doprint(exprs[0])}\n"
         ns = {}
