@@ -27,7 +27,7 @@ def strategy(request, monkeypatch):
 
 
 def mp_eval(expr, *points, dps=40):
-    f = sp.lambdify(list(expr.free_symbols) if False else sorted(expr.free_symbols, key=str), expr, "mpmath")
+    f = sp.lambdify(sorted(expr.free_symbols, key=str), expr, "mpmath")
     with mpmath.workdps(dps):
         return np.array([float(f(*[mpmath.mpf(float(v)) for v in p])) for p in zip(*points)])
 
