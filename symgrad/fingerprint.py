@@ -59,6 +59,12 @@ def fingerprint(fn, *extra):
     return h.hexdigest()[:32]
 
 
+# Code that names these can read state no fingerprint sees (globals()["K"], os.environ, ...).
+_DYNAMIC = {"globals", "vars", "locals", "getattr", "eval", "exec", "environ", "getenv", "__import__",
+            "import_module", "__dict__"}
+_PLAIN = (type(None), bool, int, float, complex, str, bytes, tuple, list, dict, set, frozenset)
+
+
 def _code_names(code, acc):
     acc.update(code.co_names)
     for c in code.co_consts:
@@ -85,6 +91,8 @@ class _Feeder:
         self.seen[id(v)] = (len(self.seen), v)
         if isinstance(v, (np.generic,)):
             return self.put(type(v).__name__, repr(v))
+        if type(v) not in _PLAIN and not isinstance(v, type) and _is_user(type(v)):
+            return self.instance(v)
         if isinstance(v, np.ndarray):
             self.put("ndarray", v.dtype.str, v.shape)
             if v.dtype == object:
@@ -118,14 +126,25 @@ class _Feeder:
         if isinstance(v, types.ModuleType):
             return self.module(v)
         if isinstance(v, (types.BuiltinFunctionType, np.ufunc)):
-            return self.put("builtin", getattr(v, "__module__", None), getattr(v, "__qualname__", v.__name__))
+            self.put("builtin", getattr(v, "__module__", None), getattr(v, "__qualname__", v.__name__))
+            owner = getattr(v, "__self__", None)  # COEF.get reads COEF
+            if owner is not None and not isinstance(owner, types.ModuleType):
+                self.feed(owner)
+            return
         if isinstance(v, type):
             return self.cls(v)
-        if _is_user(type(v)) and hasattr(v, "__dict__"):
-            self.put("instance")
-            self.cls(type(v))
-            return self.feed(vars(v))
         raise _Opaque(type(v))
+
+    def instance(self, v):
+        """A user object: its class (all user classes of its MRO), contents and attributes."""
+        self.put("instance")
+        self.cls(type(v))
+        if isinstance(v, (tuple, list, set, frozenset, dict)):
+            self.feed(dict(v) if isinstance(v, dict) else list(v))
+        if hasattr(v, "__dict__"):
+            self.feed(vars(v))
+        elif getattr(type(v), "__slots__", None):
+            raise _Opaque(type(v))  # slot values cannot all be read reliably
 
     def code(self, c):
         self.put("code", c.co_name, c.co_argcount, c.co_kwonlyargcount, c.co_flags, c.co_names,
@@ -150,6 +169,8 @@ class _Feeder:
             except ValueError:
                 self.put("emptycell")
         names = _code_names(fn.__code__, set())
+        if names & _DYNAMIC:
+            raise _Opaque(f"{fn.__qualname__} reads names dynamically ({', '.join(sorted(names & _DYNAMIC))})")
         self.names |= names
         g = fn.__globals__
         for name in sorted(names):
@@ -177,11 +198,8 @@ class _Feeder:
             spec = importlib.util.find_spec(name)
         except (ImportError, ValueError):
             return
-        origin = getattr(spec, "origin", None) if spec else None
-        if origin and origin.endswith(".py") and "site-packages" not in origin:
-            with open(origin, "rb") as f:
-                self.put("importable", name)
-                self.h.update(f.read())
+        if spec is not None:  # a module the trace would import for the first time: unknown
+            raise _Opaque(name)
 
     def finish(self):
         """Feed the attributes of user modules that any code reached names (to a fixpoint:
@@ -202,7 +220,8 @@ class _Feeder:
             return self.put("class", c.__module__, c.__qualname__)
         self.put("userclass", c.__qualname__)
         for base in c.__mro__[1:]:
-            self.put("base", base.__module__, base.__qualname__)
+            self.cls(base)  # user bases in full, library bases by name
+        self.cls(type(c))  # the metaclass
         for k, x in sorted(vars(c).items()):
             if k in ("__dict__", "__weakref__", "__module__", "__doc__", "__qualname__"):
                 continue

@@ -8,9 +8,12 @@ the real modules. Each stand-in calls the original when no argument is traced.""
 from __future__ import annotations
 
 import builtins
+import contextlib
+import enum
 import functools
 import math
 import sys
+import threading
 import types
 
 import numpy as np
@@ -234,7 +237,8 @@ _MAX_CONTAINER = 10_000
 
 class _Rewriter:
     def __init__(self):
-        self.memo, self.globals_memo, self.classes = {}, {}, {}
+        self.memo, self.globals_memo = {}, {}
+        self.patched, self.restore = set(), []  # user classes whose methods are rewritten
         self.builtins = dict(BUILTINS, __import__=self._import)
 
     def _import(self, name, globals=None, locals=None, fromlist=(), level=0):
@@ -257,7 +261,7 @@ class _Rewriter:
                 **{k: self.value(x) for k, x in v.keywords.items()})
         elif isinstance(v, types.ModuleType) and is_user_module(v):
             new = self.memo[id(v)] = _LazyModule(v, self)
-        elif isinstance(v, (tuple, list, dict)) and len(v) <= _MAX_CONTAINER:
+        elif type(v) in (tuple, list, dict) and len(v) <= _MAX_CONTAINER:
             self.memo[id(v)] = v  # a container that holds itself
             items = list(v.items()) if isinstance(v, dict) else list(v)
             new_items = [(k, self.value(x)) for k, x in items] if isinstance(v, dict) else \
@@ -268,45 +272,63 @@ class _Rewriter:
             new = v if same else (dict(new_items) if isinstance(v, dict) else type(v)(new_items)
                                   if type(v) in (tuple, list) else v)
             self.memo[id(v)] = new
+        elif isinstance(v, type) and _is_user_class(v):
+            self.patch_class(v)
+            return v
         elif _is_user_object(v):
-            new = self.memo[id(v)] = self.instance(v)
+            self.patch_class(type(v))
+            self.patch_attributes(v)
+            return v
         else:
             return v
         return new
 
-    def instance(self, obj):
-        """A user object as traced code sees it: an instance of a subclass of its class whose
-        methods are rewritten, sharing the object's __dict__ (isinstance and super() work)."""
-        sub = self.rewritten_class(type(obj))
-        if sub is None:
-            return obj
-        try:
-            new = object.__new__(sub)
-            object.__setattr__(new, "__dict__", obj.__dict__)
-        except TypeError:
-            return obj
-        return new
+    def patch_class(self, cls):
+        """Rewrite the methods of a user class in place, for the duration of the trace.
 
-    def rewritten_class(self, cls):
-        """A subclass of ``cls`` holding rewritten copies of its own methods, with the rewritten
-        classes of its user-defined bases after it in the MRO (so super() finds them too)."""
-        if cls in self.classes:
-            return self.classes[cls]
-        self.classes[cls] = None  # a class that cannot be rewritten stays as it is
-        ns = {}
-        for k, a in vars(cls).items():
-            if isinstance(a, types.FunctionType):
-                ns[k] = self.value(a)
-            elif isinstance(a, (staticmethod, classmethod)) and isinstance(a.__func__, types.FunctionType):
-                ns[k] = type(a)(self.value(a.__func__))
-            elif isinstance(a, property):
-                ns[k] = property(*[self.value(f) if f else None for f in (a.fget, a.fset, a.fdel)])
-        bases = [self.rewritten_class(b) for b in cls.__bases__ if b is not object and _is_user_class(b)]
-        try:
-            self.classes[cls] = type(cls.__name__, (cls, *[b for b in bases if b is not None]), ns)
-        except TypeError:
-            pass
-        return self.classes[cls]
+        The class stays the same object (isinstance, type(self) is C, super(), class state
+        and instances made during the trace all behave as in Python); its methods see the
+        traced stand-ins. Stand-ins fall back to the originals on plain numbers, so another
+        thread calling these methods meanwhile gets the same results."""
+        for klass in cls.__mro__:
+            if klass in self.patched or klass is object or not _is_user_class(klass):
+                continue
+            self.patched.add(klass)
+            if issubclass(klass, enum.Enum):
+                continue
+            for k, a in list(vars(klass).items()):
+                if isinstance(a, types.FunctionType):
+                    new = self.value(a)
+                elif isinstance(a, (staticmethod, classmethod)) and isinstance(a.__func__, types.FunctionType):
+                    new = type(a)(self.value(a.__func__))
+                elif isinstance(a, property):
+                    new = property(*[self.value(f) if f else None for f in (a.fget, a.fset, a.fdel)], a.__doc__)
+                else:
+                    continue
+                try:
+                    type.__setattr__(klass, k, new)
+                    self.restore.append((klass, k, a))
+                except (TypeError, AttributeError):  # a class that refuses: left as it is
+                    pass
+
+    def patch_attributes(self, obj):
+        """Functions stored on a user object (self.activation = math.tanh), rewritten in place."""
+        if id(obj) in self.memo or not isinstance(getattr(obj, "__dict__", None), dict):
+            return
+        self.memo[id(obj)] = obj
+        for k, a in list(obj.__dict__.items()):
+            new = self.value(a)
+            if new is not a:
+                obj.__dict__[k] = new
+                self.restore.append((obj.__dict__, k, a))
+
+    def undo(self):
+        for owner, k, a in reversed(self.restore):
+            if isinstance(owner, dict):
+                owner[k] = a
+            else:
+                type.__setattr__(owner, k, a)
+        self.restore.clear()
 
     def function(self, fn):
         # Register the copy before filling its globals and cells: recursion finds it.
@@ -342,16 +364,19 @@ def _is_user_class(cls):
 
 def _is_user_object(v):
     """An instance of a class defined in user code (its methods may call math)."""
-    cls = type(v)
-    if isinstance(v, (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType)):
-        return False
-    mod = sys.modules.get(cls.__module__)
-    return mod is not None and is_user_module(mod) and hasattr(cls, "__dict__") and \
-        any(isinstance(a, types.FunctionType) for a in vars(cls).values())
+    return not isinstance(v, (type, types.ModuleType, types.FunctionType)) and _is_user_class(type(v))
 
 
-def rewrite(fn):
-    """``fn`` with math/numpy/builtins replaced by traced stand-ins, recursively."""
-    if isinstance(fn, types.FunctionType):
-        return _Rewriter().function(fn)
-    return _Rewriter().value(fn)
+@contextlib.contextmanager
+def rewritten(fn):
+    """``fn`` with math/numpy/builtins replaced by traced stand-ins, recursively; the
+    methods of user classes it reaches are rewritten in place until the block ends."""
+    with _PATCH_LOCK:
+        r = _Rewriter()
+        try:
+            yield r.function(fn) if isinstance(fn, types.FunctionType) else r.value(fn)
+        finally:
+            r.undo()
+
+
+_PATCH_LOCK = threading.RLock()

@@ -10,7 +10,6 @@ import re
 import numpy as np
 import sympy as sp
 from sympy.core.function import AppliedUndef
-from sympy.logic.boolalg import BooleanAtom, BooleanFunction
 
 from .program import Arg, Output, Program
 from .trace import Tracer
@@ -103,6 +102,7 @@ def _record(root, tracer, memo):
         else:
             args = [memo[a] for a in e.args]
             new = e if all(a is b for a, b in zip(args, e.args)) else e.func(*args)
-            boolean = isinstance(new, (sp.core.relational.Relational, BooleanFunction, BooleanAtom))
-            memo[e] = new if boolean or isinstance(e, sp.logic.boolalg.BooleanAtom) else tracer.record(new)
+            # only numbers become assignments: conditions and Piecewise pairs stay inline
+            value = isinstance(new, sp.Expr) and not isinstance(new, sp.functions.elementary.piecewise.ExprCondPair)
+            memo[e] = tracer.record(new) if value else new
     return memo[root]

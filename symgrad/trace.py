@@ -201,12 +201,31 @@ class TracedArray(np.ndarray):
             res = getattr(ufunc, method)(*plain, **kw)
         elif method == "__call__":
             res = shim(*plain, **kw)
+        elif method == "reduce":
+            res = _reduce(shim, ufunc, plain[0], **kw)
         else:
             res = getattr(shim._obj, method)(*plain, **kw)
         if out is not None:  # numpy's own code (np.mean) writing into an object array: fine
             out[...] = res
             return out.view(TracedArray)
         return res.view(TracedArray) if isinstance(res, np.ndarray) and res.dtype == object else res
+
+
+def _reduce(shim, ufunc, arr, axis=0, dtype=None, keepdims=False, initial=np._NoValue, where=True):
+    """ufunc.reduce over traced values, one axis at a time (np.sum(X), np.max(X, axis=(0, 1)))."""
+    if where is not True:
+        raise TraceError(f"numpy.{ufunc.__name__}.reduce(..., where=...) on traced values at {user_site()} "
+                         "is not supported")
+    axes = range(arr.ndim) if axis is None else (axis if isinstance(axis, tuple) else (axis,))
+    axes = sorted({a % max(arr.ndim, 1) for a in axes}, reverse=True)
+    res = arr
+    for a in axes:
+        res = shim._obj.reduce(res, axis=a)
+    if initial is not np._NoValue:
+        res = shim(res, initial)
+    if keepdims:
+        res = np.asarray(res, dtype=object).reshape([1 if k in axes else n for k, n in enumerate(arr.shape)])
+    return res
 
 
 def _object_out(ufunc, out):
@@ -292,7 +311,7 @@ def select_min(a, b):
 
 def trace(fn, shapes=None):
     """Run ``fn`` once on traced arguments and return its Program."""
-    from .shims import rewrite
+    from .shims import rewritten
 
     names, shapes = traced_params(fn, shapes)
     args, values = [], []
@@ -311,7 +330,8 @@ def trace(fn, shapes=None):
     prev = getattr(_state, "tracer", None)
     _state.tracer = tracer
     try:
-        result = rewrite(fn)(*values)
+        with rewritten(fn) as traced_fn:
+            result = traced_fn(*values)
     finally:
         if prev is None:
             del _state.tracer

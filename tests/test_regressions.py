@@ -159,3 +159,89 @@ def test_compiler_without_openmp_falls_back_without_deadlock(tmp_path):
     out = _python("import math, symgrad\nprint(symgrad.compile(lambda x: math.sin(x)).grad(0.5))\n",
                   tmp_path, CC=str(cc), SYMGRAD_CACHE_DIR=str(tmp_path / "cache"))
     assert float(out[0]) == pytest.approx(math.cos(0.5), rel=1e-15)
+
+
+# -- second review ------------------------------------------------------------------------
+class _Counter:
+    calls = 0
+
+    def energy(self, x):
+        type(self).calls += 1
+        return math.exp(x) if type(self) is _Counter else 0.0 * x
+
+
+class _Registry:
+    seen = []
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        _Registry.seen.append(cls.__name__)
+
+
+class _Plugin(_Registry):
+    def apply(self, x):
+        return math.sin(x)
+
+
+import dataclasses  # noqa: E402
+
+
+@dataclasses.dataclass(slots=True)
+class _Slotted:
+    k: float
+
+    def scale(self, x):
+        return self.k * math.cos(x)
+
+
+_SLOTTED = _Slotted(2.0)  # a slotted global in the traced function's module must not break tracing
+
+
+def test_user_classes_are_the_same_classes_during_the_trace():
+    c = _Counter()
+    assert symgrad.compile(lambda x: c.energy(x))(1.0) == pytest.approx(math.e, rel=1e-15)
+    assert _Counter.calls == 1
+    p = _Plugin()
+    before = list(_Registry.seen)
+    assert symgrad.compile(lambda x: p.apply(x)).grad(0.5) == pytest.approx(math.cos(0.5), rel=1e-15)
+    assert _Registry.seen == before  # no subclasses made behind the user's back
+    assert _Counter.energy.__module__ == __name__  # methods restored after the trace
+    assert symgrad.compile(lambda x: _SLOTTED.scale(x))(0.0) == 2.0
+
+
+def test_fingerprint_refuses_what_it_cannot_see():
+    K = {"a": 3.0}
+    lookup = K.get
+    assert fingerprint(lambda x: lookup("a") * x) != fingerprint(lambda x: {"a": 5.0}.get("a") * x)
+
+    def dyn(x):
+        return globals()["math"].sin(x)
+    assert fingerprint(dyn) is None
+    assert symgrad.compile(dyn).grad(0.0) == 1.0
+
+
+def test_base_class_change_invalidates(tmp_path):
+    code = """
+        import symgrad
+        class Base:
+            def scale(self, x):
+                return {val} * x
+        class Sub(Base):
+            pass
+        obj = Sub()
+        print(symgrad.compile(lambda x: obj.scale(x))(2.0))
+    """
+    cache = str(tmp_path / "cache")
+    assert _python(code.format(val=3.0), tmp_path, SYMGRAD_CACHE_DIR=cache) == ["6.0"]
+    assert _python(code.format(val=5.0), tmp_path, SYMGRAD_CACHE_DIR=cache) == ["10.0"]
+
+
+def test_from_sympy_piecewise_and_multi_axis_reductions():
+    import sympy as sp
+    x = sp.Symbol("x")
+    F = symgrad.from_sympy(sp.Piecewise((x**2, x > 0), (-x, True)), [x])
+    assert (F(2.0), F(-3.0), F.grad(2.0), F.grad(-3.0)) == (4.0, 3.0, 4.0, -1.0)
+    G = symgrad.compile(lambda X: np.sum(X) + np.max(X) + np.mean(X) + np.sum(X, axis=0)[1], shapes=[(2, 2)])
+    X = np.array([[1.0, 2.0], [3.0, 4.0]])
+    assert G(X) == 10 + 4 + 2.5 + 6
+    np.testing.assert_array_equal(G.grad(X), [[1.25, 2.25], [1.25, 3.25]])
