@@ -168,3 +168,19 @@ def test_fingerprint_tracks_closures_defaults_and_arrays():
     o = Opaque()
     o.v = 1.0
     assert fingerprint(lambda x: x * o.v) is None  # cannot be summarised: always traced
+
+
+def test_streamed_results_of_large_batches_equal_small_batches():
+    """Batches whose results exceed SYMGRAD_STREAM_BYTES go out with non-temporal stores."""
+    from scipy.optimize import rosen_hess
+    H = symgrad.compile(lambda x: sum(100.0 * (x[i + 1] - x[i] ** 2) ** 2 + (1 - x[i]) ** 2
+                                      for i in range(7)), shapes=[(8,)]).hessian
+    assert "symgrad_stream_double" in H.c_source
+    x = np.random.default_rng(6).uniform(-2, 2, (40_003, 8))  # 40003 * 512 bytes > 8 MiB
+    big = H(x)
+    for k in (0, 17, 40_002):
+        np.testing.assert_array_equal(H(x[k]), big[k])
+    np.testing.assert_allclose(big[:50], [rosen_hess(v) for v in x[:50]], rtol=1e-12, atol=1e-12)
+    out = np.zeros((40_003, 8, 8))[:, :, :]  # caller's array, possibly unaligned for 16 bytes: still right
+    H(x, out=out)
+    np.testing.assert_array_equal(out, big)

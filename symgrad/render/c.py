@@ -293,15 +293,28 @@ def _omp_entry_points(name, target, arg_names, res_names, sizes, plain, ops, nse
     # A block of W points: transpose arrays to lanes-innermost, run the SIMD lane loop, transpose back.
     soa = [c if s == 1 else f"sg_soa_{c}" for c, s in zip(names, sizes)] + ["sg_t"]
     block_locals = [("sg_t", scratch)] + [(f"sg_soa_{c}", W * s) for c, s in zip(names, sizes) if s > 1]
-    block = [f"static void {name}_block({', '.join(params)}) {{"]
+    block = [f"static void {name}_block({', '.join(params)}, int sg_nt) {{"]
     block += [_local(T, v, n)[0] for v, n in block_locals]
     block += [f"    for (int sg_j = 0; sg_j < {W}; ++sg_j) for (int sg_k = 0; sg_k < {s}; ++sg_k) "
               f"sg_soa_{c}[sg_k*{W} + sg_j] = {c}[sg_j*{s} + sg_k];"
               for c, s in zip(arg_names, sizes) if s > 1]
     block += [f"    {name}_l{i}({', '.join(soa)});" for i in range(nseg)]
-    block += [f"    for (int sg_j = 0; sg_j < {W}; ++sg_j) for (int sg_k = 0; sg_k < {s}; ++sg_k) "
-              f"{c}[sg_j*{s} + sg_k] = sg_soa_{c}[sg_k*{W} + sg_j];"
-              for c, s in zip(res_names, sizes[nargs:]) if s > 1]
+    # Array results fill W*s consecutive numbers per block; in a large batch (sg_nt) they
+    # are assembled in point order first and streamed out with non-temporal stores.
+    wide = [(c, s) for c, s in zip(res_names, sizes[nargs:]) if s > 1]
+    for c, s in wide:
+        block += ["    if (sg_nt) {",
+                  f"        {T} sg_aos_{c}[{W * s}];",
+                  f"        for (int sg_j = 0; sg_j < {W}; ++sg_j) for (int sg_k = 0; sg_k < {s}; ++sg_k) "
+                  f"sg_aos_{c}[sg_j*{s} + sg_k] = sg_soa_{c}[sg_k*{W} + sg_j];",
+                  f"        symgrad_stream_{T}({c}, sg_aos_{c}, {W * s});",
+                  "    } else {",
+                  f"        for (int sg_j = 0; sg_j < {W}; ++sg_j) for (int sg_k = 0; sg_k < {s}; ++sg_k) "
+                  f"{c}[sg_j*{s} + sg_k] = sg_soa_{c}[sg_k*{W} + sg_j];",
+                  "    }"]
+    # Streaming pays where writing dominates: few operations per result number.
+    out_numbers = sum(s for _, s in wide)
+    out_bytes = out_numbers * (8 if T == "double" else 4) if ops <= 16 * out_numbers else 0
     block += [line for v, n in block_locals for line in _local(T, v, n)[1:]]
     block += ["}", ""]
     # Threads pay off above ~2e5 operations per call (waking a team costs ~10 us).
@@ -309,14 +322,15 @@ def _omp_entry_points(name, target, arg_names, res_names, sizes, plain, ops, nse
     tail = [f"static void {name}_tail(int64_t sg_r, {', '.join(plain)}) {{"]
     tail += [_local(T, f"sg_buf_{c}", W * s)[0] for c, s in zip(names, sizes)]
     tail += [f"    symgrad_pad_{T}({c}, sg_r, {s}, {W}, sg_buf_{c});" for c, s in zip(arg_names, sizes)]
-    tail += [f"    {name}_block({', '.join('sg_buf_' + c for c in names)});"]
+    tail += [f"    {name}_block({', '.join('sg_buf_' + c for c in names)}, 0);"]
     tail += [f"    symgrad_unpad_{T}(sg_buf_{c}, sg_r, {s}, {c});" for c, s in zip(res_names, sizes[nargs:])]
     tail += [line for c, s in zip(names, sizes) for line in _local(T, f"sg_buf_{c}", W * s)[1:]]
     out = [*block, *tail, "}", "",
            f"void {name}({', '.join(plain)}) {{ {name}_tail(1, {', '.join(names)}); }}", "",
            f"void {name}_batch(int64_t n, {', '.join(plain)}) {{",
            f"    const int64_t sg_par_min = {par_min}, sg_nb = n / {W};",
-           f"    SYMGRAD_BLOCKS_FOR {name}_block({at(f'sg_b*{W}')});",
+           f"    const int sg_nt = {'n * ' + str(out_bytes) + ' >= SYMGRAD_STREAM_BYTES' if out_bytes else '0'};",
+           f"    SYMGRAD_BLOCKS({name}_block({at(f'sg_b*{W}')}, sg_nt))",
            f"    if (n % {W}) {name}_tail(n % {W}, {at(f'sg_nb*{W}')});", "}", ""]
     if scalar:
         # Scalar arguments by value, all results into one buffer: the cheapest call from Python.
