@@ -38,25 +38,27 @@
 #define SYMGRAD_STREAM_BYTES (8 << 20)
 #endif
 
-static inline void symgrad_stream_double(double *restrict dst, const double *restrict src, int64_t m) {
+/* symgrad_stream_T(dst, src, m): copy m numbers with 16-byte non-temporal stores (L per store)
+ * where dst allows, plain stores otherwise. */
 #if defined(__SSE2__)
-    if (((uintptr_t)dst & 15) == 0 && m % 2 == 0) {
-        for (int64_t k = 0; k < m; k += 2) _mm_stream_pd(dst + k, _mm_loadu_pd(src + k));
-        return;
+#define SYMGRAD_STREAM(T, L, STORE, LOAD)                                                 \
+    static inline void symgrad_stream_##T(T *restrict dst, const T *restrict src, int64_t m) { \
+        if (((uintptr_t)dst & 15) == 0 && m % L == 0) {                                  \
+            for (int64_t k = 0; k < m; k += L) STORE(dst + k, LOAD(src + k));            \
+            return;                                                                      \
+        }                                                                                \
+        for (int64_t k = 0; k < m; ++k) dst[k] = src[k];                                 \
     }
-#endif
-    for (int64_t k = 0; k < m; ++k) dst[k] = src[k];
-}
-
-static inline void symgrad_stream_float(float *restrict dst, const float *restrict src, int64_t m) {
-#if defined(__SSE2__)
-    if (((uintptr_t)dst & 15) == 0 && m % 4 == 0) {
-        for (int64_t k = 0; k < m; k += 4) _mm_stream_ps(dst + k, _mm_loadu_ps(src + k));
-        return;
+SYMGRAD_STREAM(double, 2, _mm_stream_pd, _mm_loadu_pd)
+SYMGRAD_STREAM(float, 4, _mm_stream_ps, _mm_loadu_ps)
+#else
+#define SYMGRAD_STREAM(T)                                                                 \
+    static inline void symgrad_stream_##T(T *restrict dst, const T *restrict src, int64_t m) { \
+        for (int64_t k = 0; k < m; ++k) dst[k] = src[k];                                 \
     }
+SYMGRAD_STREAM(double)
+SYMGRAD_STREAM(float)
 #endif
-    for (int64_t k = 0; k < m; ++k) dst[k] = src[k];
-}
 
 /* Non-temporal stores are weakly ordered: each thread fences its own once, at the end. */
 static inline void symgrad_fence(int nt) {

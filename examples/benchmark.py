@@ -56,6 +56,12 @@ def c_library(source, cdecl, tmp):
     return ffi, ffi.dlopen(so)
 
 
+def first_call(t0, call, extra=0.0):
+    """(seconds from t0 through the first call, plus ``extra`` (sympy time), the call)."""
+    call()
+    return time.perf_counter() - t0 + extra, call
+
+
 def flat_inputs(inputs):
     """(n, total input size) float64 matrix for the contenders that take one."""
     n = inputs[0].shape[0]
@@ -149,10 +155,7 @@ def run_floor(case, tmp):
     ffi, lib = c_library(src, "void floor_k(int64_t, const double *, double *);", tmp)
     out = np.empty((case.n, case.nout))
     pin, pout = ffi.from_buffer("double[]", case.X), ffi.from_buffer("double[]", out)
-    call = lambda: lib.floor_k(case.n, pin, pout)  # noqa: E731
-    call()
-    first = time.perf_counter() - t
-    return first, call
+    return first_call(t, lambda: lib.floor_k(case.n, pin, pout))
 
 
 def cse_lines(case, load, assign, store, printer):
@@ -177,10 +180,7 @@ def run_handc(case, tmp):
     ffi, lib = c_library(src, "void handc(int64_t, const double *, double *);", tmp)
     out = np.empty((case.n, case.nout))
     pin, pout = ffi.from_buffer("double[]", case.X), ffi.from_buffer("double[]", out)
-    call = lambda: lib.handc(case.n, pin, pout)  # noqa: E731
-    call()
-    first = time.perf_counter() - t + case.sym_seconds
-    return first, call
+    return first_call(t, lambda: lib.handc(case.n, pin, pout), case.sym_seconds)
 
 
 def run_numba(case, tmp):
@@ -194,10 +194,7 @@ def run_numba(case, tmp):
     ns = {}
     exec(compile(src, "<numba-kernel>", "exec"), ns)
     out = np.empty((case.n, case.nout))
-    call = lambda: ns["kern"](case.X, out)  # noqa: E731
-    call()
-    first = time.perf_counter() - t + case.sym_seconds
-    return first, call
+    return first_call(t, lambda: ns["kern"](case.X, out), case.sym_seconds)
 
 
 def run_symengine(case, tmp):
@@ -205,10 +202,7 @@ def run_symengine(case, tmp):
     t = time.perf_counter()
     syms, exprs = case.symbolic()
     f = se.Lambdify([se.sympify(s) for s in syms], [se.sympify(e) for e in exprs], backend="llvm", cse=True)
-    call = lambda: f(case.X)  # noqa: E731
-    call()
-    first = time.perf_counter() - t + case.sym_seconds
-    return first, call
+    return first_call(t, lambda: f(case.X), case.sym_seconds)
 
 
 def run_lambdify(case, tmp):
@@ -217,10 +211,7 @@ def run_lambdify(case, tmp):
     syms, exprs = case.symbolic()
     f = sp.lambdify(syms, exprs, "numpy", cse=True)
     cols = list(case.X.T)
-    call = lambda: f(*cols)  # noqa: E731
-    call()
-    first = time.perf_counter() - t + case.sym_seconds
-    return first, call
+    return first_call(t, lambda: f(*cols), case.sym_seconds)
 
 
 def run_jax(case, tmp):

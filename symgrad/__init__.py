@@ -52,22 +52,12 @@ def from_sympy(exprs, args, *, dtype="float64", name="sympy_f"):
     argument), or a list/Matrix of them (an array argument). Every free symbol of
     ``exprs`` must be in ``args``. ``.grad``, ``.jacobian``, ``.hessian`` work as for
     traced functions; ``symgrad.jacobian(F, argnums=0)`` differentiates by one argument."""
-    from .sympy_input import _leaves
-    args = list(args) if isinstance(args, (list, tuple)) else args
-    if not isinstance(args, list):
-        raise TypeError("args must be a list: one entry per argument (a symbol, or a list of symbols)")
-    shapes = [_leaves(a)[1] for a in args]
-    names = [str(a) if shape == () else f"arg{i}" for i, (a, shape) in enumerate(zip(args, shapes))]
-
-    def make_program():
-        from .sympy_input import program_from_sympy
-        from .function import stage
-        with stage(name, "convert sympy expressions"):
-            return program_from_sympy(exprs, args)
-    F = Function(re.sub(r"\W", "_", name), make_program, dtype, args=tuple(zip(names, shapes)))
-    F.program  # convert now: errors in exprs/args surface here, where they were made
-    F.args = tuple((a.name, a.shape) for a in F.program.args)
-    return F
+    from .function import stage
+    from .sympy_input import program_from_sympy
+    with stage(name, "convert sympy expressions"):  # now: errors surface where they were made
+        prog = program_from_sympy(exprs, args)
+    return Function(re.sub(r"\W", "_", name), lambda: prog, dtype,
+                    args=tuple((a.name, a.shape) for a in prog.args))
 
 
 def _verb(kind):

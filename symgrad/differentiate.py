@@ -93,44 +93,42 @@ def _reverse_rows(prog, exprs, wrt):
     return emit.body, rows
 
 
-def _rows(prog, exprs, wrt, strategy):
-    """Jacobian rows of ``exprs`` (over prog's body) w.r.t. symbols ``wrt``."""
-    if strategy != "reverse":
-        closed = prog.inlined(None if strategy == "expression" else config.INLINE_LIMIT)
-        if closed is not None:
-            env = {}  # exprs may be a subset/reordering of outputs: inline them directly
-            for t, e in prog.body:
-                env[t] = e.xreplace(env)
-            trees = [e.xreplace(env) for e in exprs]
-            return (), [[sp.diff(y, w) for w in wrt] for y in trees]
-    return _reverse_rows(prog, exprs, wrt)
+def _closed_form(prog, strategy):
+    """The outputs in closed form where the expression strategy applies (by size when
+    ``strategy`` is None), else None."""
+    if strategy == "reverse":
+        return None
+    return prog.inlined(None if strategy == "expression" else config.INLINE_LIMIT)
+
+
+def _rows(prog, wrt, strategy):
+    """(body, Jacobian rows of the outputs w.r.t. symbols ``wrt``, the outputs as differentiated)."""
+    closed = _closed_form(prog, strategy)
+    if closed is not None:
+        return (), [[sp.diff(y, w) for w in wrt] for y in closed], closed
+    exprs = prog.output_exprs()
+    return (*_reverse_rows(prog, exprs, wrt), exprs)
 
 
 def choose(prog):
     """'expression' for programs small enough to inline, else 'reverse'."""
-    return "expression" if prog.inlined(config.INLINE_LIMIT) is not None else "reverse"
+    return "expression" if _closed_form(prog, None) is not None else "reverse"
 
 
 def grad(prog, argnums, strategy=None, with_value=False):
     _check_scalar(prog, "grad")
-    strategy = strategy or choose(prog)
-    value = prog.outputs[0].exprs[0]
-    body, rows = _rows(prog, [value], _wrt(prog, argnums), strategy)
-    flat = rows[0]
+    body, rows, values = _rows(prog, _wrt(prog, argnums), strategy)
     outs = [prog.args[i] for i in argnums]
-    outputs = split(flat, [Output("d_" + a.name, a.shape, ()) for a in outs])
+    outputs = split(rows[0], [Output("d_" + a.name, a.shape, ()) for a in outs])
     if with_value:
-        if not body:  # expression strategy: the value in closed form too
-            value = prog.inlined()[0]
-        outputs = (Output("value", (), (value,)),) + outputs
+        outputs = (Output("value", (), (values[0],)),) + outputs
     return Program(prog.args, tuple(body), outputs)
 
 
 def jacobian(prog, argnums, strategy=None, prefix="jac_"):
-    strategy = strategy or choose(prog)
     wrt = _wrt(prog, argnums)
     outputs = []
-    body, rows = _rows(prog, prog.output_exprs(), wrt, strategy)
+    body, rows, _ = _rows(prog, wrt, strategy)
     for out_index, out in enumerate(prog.outputs):
         start = sum(o.size for o in prog.outputs[:out_index])
         block = rows[start:start + out.size]
@@ -146,11 +144,9 @@ def jacobian(prog, argnums, strategy=None, prefix="jac_"):
 
 def hessian(prog, argnums, strategy=None):
     """Second derivatives: the Jacobian of the gradient program (reverse over reverse)."""
-    strategy = strategy or choose(prog)
     g = grad(prog, argnums, strategy)
-    if strategy == "expression":  # differentiate the closed-form gradient again
-        g = Program(prog.args, (), g.outputs)
-    h = jacobian(g, argnums, strategy, prefix="d2_")
+    # a closed-form gradient (no body) is differentiated in closed form again
+    h = jacobian(g, argnums, strategy or ("reverse" if g.body else "expression"), prefix="d2_")
     outs = []
     for gi, ai in enumerate(argnums):
         for aj in argnums:
@@ -168,10 +164,9 @@ def nth(prog, n, argnum, strategy=None):
                          "use .jacobian or .hessian for array arguments")
     if n < 0:
         raise ValueError(f"derivative order must be >= 0, got {n}")
-    strategy = strategy or choose(prog)
     s = a.symbols[0]
-    if strategy == "expression":
-        closed = prog.inlined()
+    closed = _closed_form(prog, strategy)
+    if closed is not None:
         return Program(prog.args, (), split([sp.diff(e, s, n) for e in closed],
                                             [Output(f"d{n}_{o.name}", o.shape, ()) for o in prog.outputs]))
     cur = prog

@@ -106,15 +106,14 @@ def _pow(x, y, mod=None):
 class _Ufunc:
     """A numpy ufunc that also works on traced values and object arrays of them."""
 
-    def __init__(self, ufunc, sym):
-        self._ufunc, self._sym = ufunc, sym
+    def __init__(self, ufunc, traced):
+        """``traced(*elements)``: the result for elements of which at least one is traced."""
+        self._ufunc, self._traced = ufunc, traced
         self._obj = np.frompyfunc(self._element, ufunc.nin, 1)
         functools.update_wrapper(self, ufunc)
 
     def _element(self, *args):
-        if _traced(args):
-            return apply(self._sym, *args)
-        return self._ufunc(*args)
+        return self._traced(*args) if _traced(args) else self._ufunc(*args)
 
     def __call__(self, *args, **kw):
         if kw or not _traced(args):
@@ -152,11 +151,6 @@ def _npwhere(cond, *ab):
     return np.where(cond, *ab)
 
 
-_UFUNC_SYMS = dict(mathfns.NUMPY)
-_UFUNC_SYMS.update({
-    "maximum": lambda a, b: None, "minimum": lambda a, b: None,
-    "fmax": lambda a, b: None, "fmin": lambda a, b: None,
-})
 _PICKS = {"maximum": select_max, "fmax": select_max, "minimum": select_min, "fmin": select_min}
 
 
@@ -180,23 +174,17 @@ class _NumpyProxy(types.ModuleType):
 def numpy_ufunc(ufunc):
     name = ufunc.__name__
     if name in _PICKS:
-        pick = _PICKS[name]
-        u = _Ufunc(ufunc, None)
-        u._element = lambda a, b: pick(a, b) if _traced([a, b]) else ufunc(a, b)
-        u._obj = np.frompyfunc(u._element, 2, 1)
-        return u
-    if name in ("greater", "greater_equal", "less", "less_equal", "equal", "not_equal"):
-        import sympy as sp
-        rel = {"greater": sp.Gt, "greater_equal": sp.Ge, "less": sp.Lt, "less_equal": sp.Le,
-               "equal": sp.Eq, "not_equal": sp.Ne}[name]
-        return _Ufunc(ufunc, rel)
-    if name not in _UFUNC_SYMS:
+        return _Ufunc(ufunc, _PICKS[name])
+    relations = {"greater": "Gt", "greater_equal": "Ge", "less": "Lt", "less_equal": "Le",
+                 "equal": "Eq", "not_equal": "Ne"}
+    sym = getattr(sp, relations[name]) if name in relations else mathfns.NUMPY.get(name)
+    if sym is None:
         def fail(*args, **kw):
             if _traced(args):
                 raise TraceError(f"numpy.{name} on traced values at {user_site()} is not supported by symgrad")
             return ufunc(*args, **kw)
         return fail
-    return _Ufunc(ufunc, _UFUNC_SYMS[name])
+    return _Ufunc(ufunc, lambda *args: apply(sym, *args))
 
 
 MATH = _math_module()

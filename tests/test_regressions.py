@@ -210,9 +210,11 @@ def test_user_classes_are_the_same_classes_during_the_trace():
 
 
 def test_fingerprint_refuses_what_it_cannot_see():
-    K = {"a": 3.0}
-    lookup = K.get
-    assert fingerprint(lambda x: lookup("a") * x) != fingerprint(lambda x: {"a": 5.0}.get("a") * x)
+    def make(value):
+        lookup = {"a": value}.get  # a bound method of a dict: the dict is read by the trace
+        return lambda x: lookup("a") * x
+    assert fingerprint(make(3.0)) != fingerprint(make(5.0))
+    assert fingerprint(make(3.0)) == fingerprint(make(3.0))
 
     def dyn(x):
         return globals()["math"].sin(x)

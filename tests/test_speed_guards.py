@@ -1,5 +1,4 @@
 """What the speed work (SIMD blocks, vector math, threads, the warm-start cache) must not break."""
-import hashlib
 import math
 import os
 import subprocess

@@ -24,14 +24,13 @@ class Target:
     """What differs between kernels of one printer: the number type and the SIMD block.
     (A CUDA target would add its qualifiers and kernel shape here, as data.)"""
 
-    name: str
     real: str   # C type of every number
     block: int  # points per SIMD block
 
 
 TARGETS = {
-    ("c", "float64"): Target("c", "double", 4),
-    ("c", "float32"): Target("c", "float", 8),
+    ("c", "float64"): Target("double", 4),
+    ("c", "float32"): Target("float", 8),
 }
 
 class Printer(C99CodePrinter):
@@ -153,8 +152,6 @@ class Kernel:
     name: str
     source: str       # definitions (includes symgrad_rt.h)
     cdecl: str        # declarations of the exported functions
-    arg_sizes: tuple
-    result_sizes: tuple
     ops: int
     parts: tuple = ()   # further translation units (segments of a large kernel), compiled in parallel
     cflags: tuple = ()  # compiler flags this kernel needs beyond the defaults
@@ -193,8 +190,7 @@ def render(prog, name, target: Target) -> Kernel:
     # Past LARGE_KERNEL_OPS, -O1 with SIMD lanes: on straight-line code -O3 adds much
     # compile time and little speed.
     cflags = ("-O1", "-ftree-vectorize") if ops > config.LARGE_KERNEL_OPS else ()
-    return Kernel(name, head + "\n".join(src), cdecl, tuple(a.size for a in prog.args),
-                  tuple(o.size for o in prog.outputs), ops, tuple(head + "\n".join(p) for p in parts),
+    return Kernel(name, head + "\n".join(src), cdecl, ops, tuple(head + "\n".join(p) for p in parts),
                   cflags)
 
 
