@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #if defined(__SSE2__)
-#include <emmintrin.h>
+#include <immintrin.h>
 #endif
 
 /* Generated kernels evaluate points in blocks of one SIMD vector (4 doubles, 8 floats).
@@ -31,34 +31,59 @@
     { for (int64_t sg_b = 0; sg_b < sg_nb; ++sg_b) __VA_ARGS__; symgrad_fence(sg_nt); }
 #endif
 
-/* Array results of batches above this many bytes are written with non-temporal stores,
- * which do not read each destination line first: a third less memory traffic, and a
- * batch that large is not read back from cache anyway. */
+/* SYMGRAD_RANGES(call): the same split of sg_nb items over the team, one call per thread
+ * with its range [sg_lo, sg_hi), for work that sets up once per thread. */
+#ifdef _OPENMP
+#include <omp.h>
+#define SYMGRAD_RANGES(...)                                                              \
+    _Pragma("omp parallel if(sg_nb >= sg_par_min)") {                                    \
+        const int64_t sg_nth = omp_get_num_threads(), sg_id = omp_get_thread_num();      \
+        const int64_t sg_lo = sg_nb * sg_id / sg_nth, sg_hi = sg_nb * (sg_id + 1) / sg_nth; \
+        __VA_ARGS__;                                                                     \
+        symgrad_fence(sg_nt);                                                            \
+    }
+#else
+#define SYMGRAD_RANGES(...)                                                              \
+    { const int64_t sg_lo = 0, sg_hi = sg_nb; __VA_ARGS__; symgrad_fence(sg_nt); }
+#endif
+
+/* Results of batches above this many bytes are written with non-temporal stores, which
+ * do not read each destination line first: a third less memory traffic, and a batch that
+ * large is not read back from cache anyway. */
 #ifndef SYMGRAD_STREAM_BYTES
 #define SYMGRAD_STREAM_BYTES (8 << 20)
 #endif
 
-/* symgrad_stream_T(dst, src, m): copy m numbers with 16-byte non-temporal stores (L per store)
- * where dst allows, plain stores otherwise. */
-#if defined(__SSE2__)
-#define SYMGRAD_STREAM(T, L, STORE, LOAD)                                                 \
+/* symgrad_stream_T(dst, src, m): copy m numbers; the whole 64-byte lines of dst with
+ * non-temporal stores written back to back (so that each line leaves complete), the
+ * partial lines at either end with plain stores. */
+#if defined(__AVX__)
+#define SYMGRAD_NT_double(d, s) _mm256_stream_pd(d, _mm256_loadu_pd(s))
+#define SYMGRAD_NT_float(d, s) _mm256_stream_ps(d, _mm256_loadu_ps(s))
+#define SYMGRAD_NT_BYTES 32
+#elif defined(__SSE2__)
+#define SYMGRAD_NT_double(d, s) _mm_stream_pd(d, _mm_loadu_pd(s))
+#define SYMGRAD_NT_float(d, s) _mm_stream_ps(d, _mm_loadu_ps(s))
+#define SYMGRAD_NT_BYTES 16
+#endif
+#ifdef SYMGRAD_NT_BYTES
+#define SYMGRAD_STREAM(T)                                                                 \
     static inline void symgrad_stream_##T(T *restrict dst, const T *restrict src, int64_t m) { \
-        if (((uintptr_t)dst & 15) == 0 && m % L == 0) {                                  \
-            for (int64_t k = 0; k < m; k += L) STORE(dst + k, LOAD(src + k));            \
-            return;                                                                      \
-        }                                                                                \
-        for (int64_t k = 0; k < m; ++k) dst[k] = src[k];                                 \
+        const int64_t line = 64 / sizeof(T), step = SYMGRAD_NT_BYTES / sizeof(T);        \
+        int64_t k = 0;                                                                   \
+        for (; k < m && ((uintptr_t)(dst + k) & 63); ++k) dst[k] = src[k];              \
+        for (; k + line <= m; k += line)                                                 \
+            for (int64_t v = 0; v < line; v += step) SYMGRAD_NT_##T(dst + k + v, src + k + v); \
+        for (; k < m; ++k) dst[k] = src[k];                                              \
     }
-SYMGRAD_STREAM(double, 2, _mm_stream_pd, _mm_loadu_pd)
-SYMGRAD_STREAM(float, 4, _mm_stream_ps, _mm_loadu_ps)
 #else
 #define SYMGRAD_STREAM(T)                                                                 \
     static inline void symgrad_stream_##T(T *restrict dst, const T *restrict src, int64_t m) { \
         for (int64_t k = 0; k < m; ++k) dst[k] = src[k];                                 \
     }
+#endif
 SYMGRAD_STREAM(double)
 SYMGRAD_STREAM(float)
-#endif
 
 /* Non-temporal stores are weakly ordered: each thread fences its own once, at the end. */
 static inline void symgrad_fence(int nt) {
@@ -76,11 +101,17 @@ static inline void symgrad_fence(int nt) {
 #define SYMGRAD_SIMD
 #endif
 
-/* Segments of a large kernel live in several translation units of one library. */
+/* Segments of a large kernel live in several translation units of one library.
+ * The statements of a segment always fold into its SIMD lane loop (else the loop cannot
+ * be vectorised); a large segment's lane loop stays one function, called, not copied. */
 #if defined(__GNUC__)
 #define SYMGRAD_HIDDEN __attribute__((visibility("hidden")))
+#define SYMGRAD_ALWAYS_INLINE static inline __attribute__((always_inline))
+#define SYMGRAD_NOINLINE __attribute__((noinline))
 #else
 #define SYMGRAD_HIDDEN
+#define SYMGRAD_ALWAYS_INLINE static inline
+#define SYMGRAD_NOINLINE
 #endif
 
 /* Heap memory for the local arrays of large kernels; running out of memory is reported, not ignored. */
@@ -91,6 +122,90 @@ static inline void *symgrad_alloc(size_t bytes) {
         abort();
     }
     return p;
+}
+
+/* A block's W points of s numbers move between point order (p[j*s + k]) and lane order
+ * (l[k*W + j]): symgrad_transpose_T(p, s, l, W) for arguments, and for results
+ * symgrad_untranspose_T(l, m, s, p, W), which writes the first m numbers of each point.
+ * With AVX, whole 4x4 tiles of doubles move through registers. */
+#define SYMGRAD_TRANSPOSE(T)                                                               \
+    static inline void symgrad_transpose_##T##_generic(const T *restrict p, int64_t s,     \
+                                                       T *restrict l, int W) {             \
+        for (int64_t j = 0; j < W; ++j)                                                    \
+            for (int64_t k = 0; k < s; ++k) l[k * W + j] = p[j * s + k];                   \
+    }                                                                                      \
+    static inline void symgrad_untranspose_##T##_generic(const T *restrict l, int64_t m,   \
+                                                         int64_t s, T *restrict p, int W) { \
+        for (int64_t j = 0; j < W; ++j)                                                    \
+            for (int64_t k = 0; k < m; ++k) p[j * s + k] = l[k * W + j];                   \
+    }
+SYMGRAD_TRANSPOSE(double)
+SYMGRAD_TRANSPOSE(float)
+
+#if defined(__AVX__)
+/* rows r0..r3 (4 doubles each) -> columns, in place */
+#define SYMGRAD_T4X4(r0, r1, r2, r3)                                                      \
+    do {                                                                                  \
+        __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);        \
+        __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);        \
+        r0 = _mm256_permute2f128_pd(t0, t2, 0x20);                                        \
+        r1 = _mm256_permute2f128_pd(t1, t3, 0x20);                                        \
+        r2 = _mm256_permute2f128_pd(t0, t2, 0x31);                                        \
+        r3 = _mm256_permute2f128_pd(t1, t3, 0x31);                                        \
+    } while (0)
+#endif
+
+static inline void symgrad_transpose_double(const double *restrict p, int64_t s, double *restrict l,
+                                            int W) {
+#if defined(__AVX__)
+    if (W % 4 == 0) {
+        int64_t k = 0;
+        for (; k + 4 <= s; k += 4)
+            for (int j = 0; j < W; j += 4) {
+                const double *q = p + j * s + k;
+                __m256d r0 = _mm256_loadu_pd(q), r1 = _mm256_loadu_pd(q + s);
+                __m256d r2 = _mm256_loadu_pd(q + 2 * s), r3 = _mm256_loadu_pd(q + 3 * s);
+                SYMGRAD_T4X4(r0, r1, r2, r3);
+                _mm256_storeu_pd(l + k * W + j, r0), _mm256_storeu_pd(l + (k + 1) * W + j, r1);
+                _mm256_storeu_pd(l + (k + 2) * W + j, r2), _mm256_storeu_pd(l + (k + 3) * W + j, r3);
+            }
+        for (; k < s; ++k)
+            for (int j = 0; j < W; ++j) l[k * W + j] = p[j * s + k];
+        return;
+    }
+#endif
+    symgrad_transpose_double_generic(p, s, l, W);
+}
+
+static inline void symgrad_untranspose_double(const double *restrict l, int64_t m, int64_t s,
+                                              double *restrict p, int W) {
+#if defined(__AVX__)
+    if (W % 4 == 0) {
+        int64_t k = 0;
+        for (; k + 4 <= m; k += 4)
+            for (int j = 0; j < W; j += 4) {
+                double *q = p + j * s + k;
+                __m256d r0 = _mm256_loadu_pd(l + k * W + j), r1 = _mm256_loadu_pd(l + (k + 1) * W + j);
+                __m256d r2 = _mm256_loadu_pd(l + (k + 2) * W + j), r3 = _mm256_loadu_pd(l + (k + 3) * W + j);
+                SYMGRAD_T4X4(r0, r1, r2, r3);
+                _mm256_storeu_pd(q, r0), _mm256_storeu_pd(q + s, r1);
+                _mm256_storeu_pd(q + 2 * s, r2), _mm256_storeu_pd(q + 3 * s, r3);
+            }
+        for (; k < m; ++k)
+            for (int j = 0; j < W; ++j) p[j * s + k] = l[k * W + j];
+        return;
+    }
+#endif
+    symgrad_untranspose_double_generic(l, m, s, p, W);
+}
+
+static inline void symgrad_transpose_float(const float *restrict p, int64_t s, float *restrict l, int W) {
+    symgrad_transpose_float_generic(p, s, l, W);
+}
+
+static inline void symgrad_untranspose_float(const float *restrict l, int64_t m, int64_t s,
+                                             float *restrict p, int W) {
+    symgrad_untranspose_float_generic(l, m, s, p, W);
 }
 
 /* Copy r <= w points of s numbers each into a block of w points, repeating the first. */

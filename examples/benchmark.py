@@ -4,8 +4,10 @@
     python examples/benchmark.py --cases seed_grad --quick
 
 Every figure comes from this one run on this machine: steady state is the median of
---repeat runs after a warm-up, first call is trace/differentiate + generate +
-compile + first evaluation with an empty cache. Ratios are to symgrad's time.
+--repeat rounds after a warm-up (each round runs every contender once, from a cold
+cache; contenders that take arrays read and write the same memory), first call is
+trace/differentiate + generate + compile + first evaluation with an empty cache.
+Ratios are to symgrad's time.
 Peers (pip install -e '.[bench]'): numba, symengine, jax; a missing one is skipped."""
 from __future__ import annotations
 
@@ -31,16 +33,55 @@ CFLAGS = ["-O3", "-march=native", "-fopenmp", "-fPIC", "-shared"]
 # ---------------------------------------------------------------------------- helpers
 def interleaved_medians(calls, repeat):
     """Median time of each call, measured in rounds that run every contender once, so that
-    all of them see the same machine (other load, clock speed, memory state)."""
+    all of them see the same machine (other load, clock speed, memory state). The order
+    rotates from round to round, so that no contender always follows the same one (the
+    call after lambdify's gigabytes of temporaries are freed runs slow), and each timed call
+    starts from a cold cache: none gains from the one before having read the same input."""
     for fn in calls.values():
         fn()  # warm-up
     times = {c: [] for c in calls}
-    for _ in range(repeat):
-        for c, fn in calls.items():
+    names = list(calls)
+    for r in range(repeat):
+        for c in names[r % len(names):] + names[:r % len(names)]:
+            fn = calls[c]
+            evict_caches()
             t = time.perf_counter()
             fn()
             times[c].append(time.perf_counter() - t)
     return {c: statistics.median(ts) for c, ts in times.items()}
+
+
+def _last_level_cache_bytes():
+    try:
+        with open("/sys/devices/system/cpu/cpu0/cache/index3/size") as f:
+            text = f.read().strip()
+        return int(text[:-1]) << {"K": 10, "M": 20}[text[-1]]
+    except (OSError, ValueError, KeyError):
+        return 32 << 20
+
+
+_EVICT = []
+EVICT_C = """
+#include <stdint.h>
+void evict(int64_t n, double *restrict a) {
+    #pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; ++i) a[i] += 1.0;
+}"""
+
+
+def evict_caches():
+    """Write twice the last-level cache's worth of scratch memory (untimed), on every core:
+    each timed call then starts from a cold cache with all cores just busy, whatever ran
+    before it (an idle core wakes slowly and would slow the next parallel call)."""
+    if not _EVICT:
+        scratch = np.zeros(2 * _last_level_cache_bytes() // 8)
+        try:
+            ffi, lib = c_library(EVICT_C, "void evict(int64_t, double *);", tempfile.mkdtemp())
+            ptr = ffi.from_buffer("double[]", scratch)
+            _EVICT.append(lambda: lib.evict(scratch.size, ptr))
+        except (OSError, subprocess.CalledProcessError):  # no C compiler: one core only
+            _EVICT.append(lambda: scratch.__iadd__(1.0))
+    _EVICT[0]()
 
 
 def c_library(source, cdecl, tmp):
@@ -77,6 +118,7 @@ class Case:
         self.inputs = bench_cases.make_inputs(fname, self.n, np.random.default_rng(0))
         self.X = flat_inputs(self.inputs)
         self._sym = None
+        self._out = None
 
     def symbolic(self):
         """Input symbols and the derivative expressions, by plain sympy (the peers' pipeline)."""
@@ -96,6 +138,31 @@ class Case:
             self._sym = (syms, exprs)
         return self._sym
 
+    def shared_inputs(self):
+        """The arguments as views of the peers' input matrix where its layout allows (one
+        argument): every contender then reads the very same memory."""
+        if len(self.inputs) == 1:
+            return [self.X.reshape(self.inputs[0].shape)]
+        return self.inputs
+
+    def shared_outputs(self, shapes):
+        """Result arrays carved, one after the other, out of the memory of the peers' result
+        matrix: every contender writes the same physical pages (where a large array lands
+        in memory moves a memory-bound time by 10% either way, from one process to the next)."""
+        flat, k, outs = self.OUT.reshape(-1), 0, []
+        for shape in shapes:
+            size = int(np.prod(shape))
+            outs.append(flat[k:k + size].reshape(shape))
+            k += size
+        return outs
+
+    @property
+    def OUT(self):
+        """(n, total result size) matrix that the contenders which take one write into."""
+        if self._out is None:
+            self._out = np.empty((self.n, self.nout))
+        return self._out
+
     @property
     def nin(self):
         return self.X.shape[1]
@@ -111,11 +178,11 @@ def run_symgrad(case, tmp):
     first = symgrad_first_call(case.name, case.n > 0 and case.n, tmp)
     F = symgrad.compile(case.fn, case.shapes)
     K = F.grad if case.what == "grad" else F.hessian
-    res = K(*case.inputs)
-    outs = res if isinstance(res, tuple) else (res,)
-    out = tuple(np.empty_like(o) for o in outs)
-    out = out if isinstance(res, tuple) else out[0]
-    return first, lambda: K(*case.inputs, out=out)
+    inputs = case.shared_inputs()
+    res = K(*inputs)
+    out = case.shared_outputs([r.shape for r in (res if isinstance(res, tuple) else (res,))])
+    out = tuple(out) if isinstance(res, tuple) else out[0]
+    return first, lambda: K(*inputs, out=out)
 
 
 def symgrad_first_call(name, n, tmp, runs=3):
@@ -153,8 +220,7 @@ def run_floor(case, tmp):
     }}"""
     t = time.perf_counter()
     ffi, lib = c_library(src, "void floor_k(int64_t, const double *, double *);", tmp)
-    out = np.empty((case.n, case.nout))
-    pin, pout = ffi.from_buffer("double[]", case.X), ffi.from_buffer("double[]", out)
+    pin, pout = ffi.from_buffer("double[]", case.X), ffi.from_buffer("double[]", case.OUT)
     return first_call(t, lambda: lib.floor_k(case.n, pin, pout))
 
 
@@ -178,8 +244,7 @@ def run_handc(case, tmp):
            "#pragma omp parallel for schedule(static)\n"
            "for (int64_t i = 0; i < n; ++i) {\n" + "\n".join(body) + "\n}}\n")
     ffi, lib = c_library(src, "void handc(int64_t, const double *, double *);", tmp)
-    out = np.empty((case.n, case.nout))
-    pin, pout = ffi.from_buffer("double[]", case.X), ffi.from_buffer("double[]", out)
+    pin, pout = ffi.from_buffer("double[]", case.X), ffi.from_buffer("double[]", case.OUT)
     return first_call(t, lambda: lib.handc(case.n, pin, pout), case.sym_seconds)
 
 
@@ -193,8 +258,7 @@ def run_numba(case, tmp):
            "    for i in prange(X.shape[0]):\n" + "\n".join(lines) + "\n")
     ns = {}
     exec(compile(src, "<numba-kernel>", "exec"), ns)
-    out = np.empty((case.n, case.nout))
-    return first_call(t, lambda: ns["kern"](case.X, out), case.sym_seconds)
+    return first_call(t, lambda: ns["kern"](case.X, case.OUT), case.sym_seconds)
 
 
 def run_symengine(case, tmp):
@@ -310,7 +374,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases", nargs="*", default=[c for c in bench_cases.CASES if c != "lj30_grad"])
     ap.add_argument("--contenders", nargs="*", default=list(CONTENDERS))
-    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--repeat", type=int, default=14)
     ap.add_argument("--quick", action="store_true", help="1/20 of the points")
     ap.add_argument("--first-call-worker", help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, help=argparse.SUPPRESS)

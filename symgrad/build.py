@@ -75,6 +75,13 @@ def machine():
     return platform.machine() + "\n" + flags
 
 
+def vector_bits():
+    """Width of the widest SIMD registers that -march=native code uses here: 512 where the
+    CPU has AVX-512 (x86-64 Linux), else 256."""
+    wide = platform.machine() in ("x86_64", "AMD64") and " avx512f" in machine()
+    return 512 if wide else 256
+
+
 @lru_cache(maxsize=None)
 def _runtime_header():
     return (csrc_dir() / "symgrad_rt.h").read_bytes()

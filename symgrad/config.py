@@ -19,6 +19,9 @@ MAX_MUL_POW = 16
 # so that the C compiler's work, superlinear in function size, stays cheap.
 MAX_SEGMENT = 400
 
+# A kernel of one segment of at most this many statements is inlined into its batch loop.
+INLINE_SEGMENT = 128
+
 # Large kernels go to the C compiler as several translation units of this many segments,
 # compiled in parallel, at a cheaper optimisation level past LARGE_KERNEL_OPS operations.
 SEGMENTS_PER_UNIT = 3
@@ -27,7 +30,17 @@ SEGMENTS_PER_UNIT = 3
 MAX_STACK_BYTES = 64 << 10
 LARGE_KERNEL_OPS = 5000
 
+# Results of large batches are written with non-temporal stores when the kernel costs at
+# most this many operations per result number (a call of an elementary function counts
+# as CALL_COST): below that, writing memory and not arithmetic bounds the kernel.
+STREAM_COST_PER_NUMBER = 40
+CALL_COST = 20
+# Numbers of results per tile of a streamed batch (its local buffer: 1 KiB of doubles;
+# small tiles keep computing and streaming out interleaved).
+TILE_NUMBERS = 128
+
 
 def snapshot():
-    return (INLINE_LIMIT, MAX_INLINED_NODES, MAX_MUL_POW, MAX_SEGMENT, SEGMENTS_PER_UNIT,
-            LARGE_KERNEL_OPS, MAX_STACK_BYTES)
+    return (INLINE_LIMIT, MAX_INLINED_NODES, MAX_MUL_POW, MAX_SEGMENT, INLINE_SEGMENT, SEGMENTS_PER_UNIT,
+            LARGE_KERNEL_OPS, MAX_STACK_BYTES,
+            STREAM_COST_PER_NUMBER, CALL_COST, TILE_NUMBERS)

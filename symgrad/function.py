@@ -71,13 +71,14 @@ class Function:
     def kernel(self):
         with self._lock:
             if self._kernel is None:
+                from .build import vector_bits
                 from .optimize import optimize
                 from .render import TARGETS, render
                 prog = self.program
                 with stage(self.c_name, "optimize", lambda: f" ({len(prog.body)} assignments)"):
                     prog = optimize(prog)
                 with stage(self.c_name, "generate C"):
-                    self._kernel = render(prog, self.c_name, TARGETS["c", str(self.dtype)])
+                    self._kernel = render(prog, self.c_name, TARGETS["c", str(self.dtype)], vector_bits())
             return self._kernel
 
     @property

@@ -183,3 +183,39 @@ def test_streamed_results_of_large_batches_equal_small_batches():
     out = np.zeros((40_003, 8, 8))[:, :, :]  # caller's array, possibly unaligned for 16 bytes: still right
     H(x, out=out)
     np.testing.assert_array_equal(out, big)
+
+
+def bench_seed(x):
+    return 64 * x * (1 - x) * math.pow(1 - 2 * x, 2) * math.pow(1 - 8 * x + 8 * x * x, 2)
+
+
+def sympy_seed_derivative(x0):
+    import sympy as sp
+    x = sp.Symbol("x")
+    d = sp.diff(64 * x * (1 - x) * (1 - 2 * x) ** 2 * (1 - 8 * x + 8 * x * x) ** 2, x)
+    return d.evalf(30, subs={x: sp.Float(x0, 30)})
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_streamed_single_results_at_every_alignment(dtype):
+    """One number per point, batch past SYMGRAD_STREAM_BYTES: the kernel runs in tiles whose
+    whole cache lines leave with non-temporal stores and whose partial lines with plain ones.
+    Every offset of the caller's array against a cache line gives the small-batch bytes."""
+    G = symgrad.compile(bench_seed, dtype=dtype).grad
+    assert "_tiles(" in G.c_source
+    itemsize = np.dtype(dtype).itemsize
+    n = (8 << 20) // itemsize + 1237  # past the threshold, not a whole number of tiles
+    x = np.random.default_rng(8).uniform(-1.5, 2.5, n).astype(dtype)
+    ref = np.concatenate([G(x[k:k + 1000]) for k in range(0, n, 1000)])
+    for offset in range(64 // itemsize):
+        buf = np.full(n + 64 // itemsize, np.nan, dtype)
+        out = buf[offset:offset + n]
+        assert G(x, out=out) is out
+        np.testing.assert_array_equal(out, ref)
+        assert np.isnan(buf[:offset]).all() and np.isnan(buf[offset + n:]).all()  # nothing outside
+    # an array not even aligned to its item size (a byte buffer at offset 1)
+    raw = np.frombuffer(bytearray(n * itemsize + 1), dtype=dtype, offset=1, count=n)
+    np.testing.assert_array_equal(G(x, out=raw), ref)
+    tol = 1e-4 if dtype == "float32" else 1e-12
+    for k in (0, n // 2, n - 1):
+        assert float(ref[k]) == pytest.approx(float(sympy_seed_derivative(float(x[k]))), rel=tol, abs=tol)
