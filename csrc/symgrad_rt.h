@@ -47,16 +47,9 @@
     { const int64_t sg_lo = 0, sg_hi = sg_nb; __VA_ARGS__; symgrad_fence(sg_nt); }
 #endif
 
-/* Results of batches above this many bytes are written with non-temporal stores, which
- * do not read each destination line first: a third less memory traffic, and a batch that
- * large is not read back from cache anyway. */
-#ifndef SYMGRAD_STREAM_BYTES
-#define SYMGRAD_STREAM_BYTES (8 << 20)
-#endif
-
-/* symgrad_stream_T(dst, src, m): copy m numbers; the whole 64-byte lines of dst with
- * non-temporal stores written back to back (so that each line leaves complete), the
- * partial lines at either end with plain stores. */
+/* symgrad_stream_T(dst, src, m, nt): copy m numbers; with nt, the whole 64-byte lines of
+ * dst with non-temporal stores written back to back (so that each line leaves complete),
+ * the partial lines at either end with plain stores. */
 #if defined(__AVX__)
 #define SYMGRAD_NT_double(d, s) _mm256_stream_pd(d, _mm256_loadu_pd(s))
 #define SYMGRAD_NT_float(d, s) _mm256_stream_ps(d, _mm256_loadu_ps(s))
@@ -68,17 +61,22 @@
 #endif
 #ifdef SYMGRAD_NT_BYTES
 #define SYMGRAD_STREAM(T)                                                                 \
-    static inline void symgrad_stream_##T(T *restrict dst, const T *restrict src, int64_t m) { \
+    static inline void symgrad_stream_##T(T *restrict dst, const T *restrict src, int64_t m, \
+                                          int nt) {                                       \
         const int64_t line = 64 / sizeof(T), step = SYMGRAD_NT_BYTES / sizeof(T);        \
         int64_t k = 0;                                                                   \
-        for (; k < m && ((uintptr_t)(dst + k) & 63); ++k) dst[k] = src[k];              \
-        for (; k + line <= m; k += line)                                                 \
-            for (int64_t v = 0; v < line; v += step) SYMGRAD_NT_##T(dst + k + v, src + k + v); \
+        if (nt) {                                                                        \
+            for (; k < m && ((uintptr_t)(dst + k) & 63); ++k) dst[k] = src[k];          \
+            for (; k + line <= m; k += line)                                             \
+                for (int64_t v = 0; v < line; v += step) SYMGRAD_NT_##T(dst + k + v, src + k + v); \
+        }                                                                                \
         for (; k < m; ++k) dst[k] = src[k];                                              \
     }
 #else
 #define SYMGRAD_STREAM(T)                                                                 \
-    static inline void symgrad_stream_##T(T *restrict dst, const T *restrict src, int64_t m) { \
+    static inline void symgrad_stream_##T(T *restrict dst, const T *restrict src, int64_t m, \
+                                          int nt) {                                       \
+        (void)nt;                                                                        \
         for (int64_t k = 0; k < m; ++k) dst[k] = src[k];                                 \
     }
 #endif

@@ -30,9 +30,11 @@ SEGMENTS_PER_UNIT = 3
 MAX_STACK_BYTES = 64 << 10
 LARGE_KERNEL_OPS = 5000
 
-# Results of large batches are written with non-temporal stores when the kernel costs at
-# most this many operations per result number (a call of an elementary function counts
-# as CALL_COST): below that, writing memory and not arithmetic bounds the kernel.
+# Batches with results of at least STREAM_BYTES run in tiles that leave as whole cache
+# lines (non-temporal or plain stores, whichever measures faster) when the kernel costs at
+# most STREAM_COST_PER_NUMBER operations per result number (a call of an elementary function
+# counts as CALL_COST): below that, writing memory and not arithmetic bounds the kernel.
+STREAM_BYTES = 8 << 20
 STREAM_COST_PER_NUMBER = 40
 CALL_COST = 20
 # Numbers of results per tile of a streamed batch (its local buffer: 1 KiB of doubles;

@@ -112,7 +112,8 @@ class Function:
                         build.index_put(fp, {"key": mod._sg_key, "outputs": shapes})
                 self._lib = _Plan(shapes, len(self.args), self.dtype, self._structure, mod.ffi,
                                   getattr(mod.lib, self.c_name + "_batch"),
-                                  getattr(mod.lib, self.c_name + "_scalar", None))
+                                  getattr(mod.lib, self.c_name + "_scalar", None),
+                                  getattr(mod.lib, self.c_name + "_streams")())
             return self._lib
 
     def _fingerprint(self):
@@ -230,13 +231,14 @@ class Function:
             arrays.append(arr)
             batches.append(arr.shape[:arr.ndim - len(core)])
         try:
-            batch = np.broadcast_shapes(*batches)
+            batch = batches[0] if batches.count(batches[0]) == len(batches) else np.broadcast_shapes(*batches)
         except ValueError:
             raise ValueError("the batch dimensions of the arguments do not broadcast: "
                              + ", ".join(f"{name}: {b}" for (name, _), b in zip(self.args, batches))) from None
         plan = plan or self._library()
         n = prod(batch)
-        ins = [np.ascontiguousarray(x if b == batch else np.broadcast_to(x, batch + core))
+        ins = [x if b == batch and x.flags.c_contiguous else
+               np.ascontiguousarray(x if b == batch else np.broadcast_to(x, batch + core))
                for x, b, (_, core) in zip(arrays, batches, self.args)]
         results = self._outputs(out, batch, plan)
         # Write straight into a result only if it is C-contiguous and shares no memory with
@@ -246,8 +248,17 @@ class Function:
                 for r in results]
         if n:
             ffi, ct = plan.ffi, plan.ctype
-            plan.batch(n, *[ffi.from_buffer(ct, x) for x in ins],
-                       *[ffi.from_buffer(ct, w, require_writable=True) for w in work])
+            ptrs = [ffi.from_buffer(ct, x) for x in ins] + [ffi.from_buffer(ct, w, require_writable=True)
+                                                           for w in work]
+            nbytes = n * plan.total * plan.itemsize
+            stores = plan.stores if nbytes >= config.STREAM_BYTES else None
+            if stores is None:
+                plan.batch(n, 0, *ptrs)
+            else:
+                mode = stores.pick()
+                t = time.perf_counter()
+                plan.batch(n, mode, *ptrs)
+                stores.record(mode, (time.perf_counter() - t) / nbytes)
         for r, w in zip(results, work):
             if r is not w:
                 r[...] = w
@@ -299,11 +310,44 @@ class Origin:
 _PYNUM = (float, int, np.float64)
 
 
+class _Stores:
+    """How a large batch writes its results: in tiles, with non-temporal stores (mode 1) or
+    plain ones (mode 2). Which is faster depends on the machine and on how busy its memory
+    is: non-temporal stores skip reading each destination line, but have a throughput of
+    their own, lower on some CPUs than that of plain stores. So the first large calls try
+    both (twice), and later calls take the one with the lower time per byte (the best of its last
+    WINDOW calls: robust to page faults and other one-off delays), trying the other again
+    every EXPLORE-th call. The results are the same bytes either way."""
+
+    EXPLORE, WINDOW = 8, 4
+
+    def __init__(self, force=None):
+        self.recent = {1: [], 2: []}  # seconds per result byte of the last calls
+        self.calls, self.force = 0, force
+
+    def pick(self):
+        if self.force:
+            return self.force
+        self.calls += 1
+        for mode, times in self.recent.items():
+            if len(times) < 2:  # the first call of a mode may pay one-off costs
+                return mode
+        best = min(self.recent, key=lambda m: min(self.recent[m]))
+        return 3 - best if self.calls % self.EXPLORE == 0 else best
+
+    def record(self, mode, seconds_per_byte):
+        times = self.recent[mode]
+        times.append(seconds_per_byte)
+        del times[:-self.WINDOW]
+
+
 class _Plan:
     """A loaded kernel and the fixed facts needed to call it."""
 
-    def __init__(self, shapes, nargs, dtype, structure, ffi, batch, scalar):
+    def __init__(self, shapes, nargs, dtype, structure, ffi, batch, scalar, streams):
         self.ffi, self.batch, self.scalar = ffi, batch, scalar
+        self.stores = _Stores() if streams else None
+        self.itemsize = dtype.itemsize
         self.nargs, self.structure = nargs, structure
         self.ctype = _CTYPES[str(dtype)] + "[]"
         self.scalar_type = dtype.type

@@ -170,7 +170,7 @@ def test_fingerprint_tracks_closures_defaults_and_arrays():
 
 
 def test_streamed_results_of_large_batches_equal_small_batches():
-    """Batches whose results exceed SYMGRAD_STREAM_BYTES go out with non-temporal stores."""
+    """Batches whose results exceed config.STREAM_BYTES run in tiles that leave as whole lines."""
     from scipy.optimize import rosen_hess
     H = symgrad.compile(lambda x: sum(100.0 * (x[i + 1] - x[i] ** 2) ** 2 + (1 - x[i]) ** 2
                                       for i in range(7)), shapes=[(8,)]).hessian
@@ -198,21 +198,25 @@ def sympy_seed_derivative(x0):
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_streamed_single_results_at_every_alignment(dtype):
-    """One number per point, batch past SYMGRAD_STREAM_BYTES: the kernel runs in tiles whose
-    whole cache lines leave with non-temporal stores and whose partial lines with plain ones.
-    Every offset of the caller's array against a cache line gives the small-batch bytes."""
+    """One number per point, batch past config.STREAM_BYTES: the kernel runs in tiles whose
+    whole cache lines leave with non-temporal (or plain) stores and whose partial lines with
+    plain ones. Every offset of the caller's array against a cache line gives the small-batch
+    bytes, in both store modes."""
     G = symgrad.compile(bench_seed, dtype=dtype).grad
     assert "_tiles(" in G.c_source
     itemsize = np.dtype(dtype).itemsize
     n = (8 << 20) // itemsize + 1237  # past the threshold, not a whole number of tiles
     x = np.random.default_rng(8).uniform(-1.5, 2.5, n).astype(dtype)
     ref = np.concatenate([G(x[k:k + 1000]) for k in range(0, n, 1000)])
-    for offset in range(64 // itemsize):
-        buf = np.full(n + 64 // itemsize, np.nan, dtype)
-        out = buf[offset:offset + n]
-        assert G(x, out=out) is out
-        np.testing.assert_array_equal(out, ref)
-        assert np.isnan(buf[:offset]).all() and np.isnan(buf[offset + n:]).all()  # nothing outside
+    for mode in (1, 2):
+        G._lib.stores.force = mode
+        for offset in range(64 // itemsize):
+            buf = np.full(n + 64 // itemsize, np.nan, dtype)
+            out = buf[offset:offset + n]
+            assert G(x, out=out) is out
+            np.testing.assert_array_equal(out, ref)
+            assert np.isnan(buf[:offset]).all() and np.isnan(buf[offset + n:]).all()  # nothing outside
+    G._lib.stores.force = None
     # an array not even aligned to its item size (a byte buffer at offset 1)
     raw = np.frombuffer(bytearray(n * itemsize + 1), dtype=dtype, offset=1, count=n)
     np.testing.assert_array_equal(G(x, out=raw), ref)

@@ -193,7 +193,8 @@ def render(prog, name, target: Target, vector_bits=256) -> Kernel:
     src += _omp_entry_points(name, target, arg_names, res_names, sizes, plain, ops, _cost(prog), nseg,
                              scratch, scalar, layout)
     cdecl = (f"void {name}({', '.join(plain)});\n"
-             f"void {name}_batch(int64_t n, {', '.join(plain)});\n")
+             f"void {name}_batch(int64_t n, int mode, {', '.join(plain)});\n"
+             f"int {name}_streams(void);\n")
     if scalar:
         byval = ", ".join([f"{T} {c}" for c in arg_names] + [f"{T} *sg_res"])
         cdecl += f"void {name}_scalar({byval});\n"
@@ -376,31 +377,34 @@ def _omp_entry_points(name, target, arg_names, res_names, sizes, plain, ops, cos
     tail += [f"    symgrad_unpad_{T}(sg_buf_{c}, sg_r, {s}, {c});" for c, s in zip(res_names, sizes[nargs:])]
     tail += [line for c, s in zip(names, sizes) for line in _local(T, f"sg_buf_{c}", W * s)[1:]]
     tail += ["}", ""]
-    batch = [f"void {name}_batch(int64_t n, {', '.join(plain)}) {{", "    int64_t sg_done = 0;"]
-    # Where writing memory and not arithmetic bounds the kernel, a large batch runs in tiles
-    # of whole blocks whose results gather in a local buffer (point order, as in the result)
-    # and leave it as whole cache lines of non-temporal stores: no read of each destination
-    # line first, a third less memory traffic. Each thread takes one range of tiles and
+    batch = [f"void {name}_batch(int64_t n, int sg_mode, {', '.join(plain)}) {{", "    int64_t sg_done = 0;"]
+    # Where writing memory and not arithmetic bounds the kernel, a large batch can run in
+    # tiles of whole blocks whose results gather in a local buffer (point order, as in the
+    # result) and leave it as whole cache lines, with non-temporal stores (sg_mode 1: no read
+    # of each destination line first, a third less memory traffic) or plain ones (sg_mode 2);
+    # the caller picks (see function._Stores). Each thread takes one range of tiles and
     # writes the fixed numbers into its buffer once.
     out_numbers = sum(sizes[nargs:])
     tile = W * max(1, config.TILE_NUMBERS // (W * out_numbers))
     tiles = []
-    if cost <= config.STREAM_COST_PER_NUMBER * out_numbers and tile * out_numbers * 8 <= config.MAX_STACK_BYTES // 2:
+    streams = cost <= config.STREAM_COST_PER_NUMBER * out_numbers and \
+        tile * out_numbers * 8 <= config.MAX_STACK_BYTES // 2
+    if streams:
         buf = {c: f"sg_tile_{c}" for c in res_names}
         args = [f"{c} + (sg_i*{tile} + sg_b*{W})*{s}" for c, s in zip(arg_names, sizes)]
         args += [f"{buf[c]} + sg_b*{W * s}" for c, s in zip(res_names, sizes[nargs:])]
-        tiles = [f"static void {name}_tiles(int64_t sg_lo, int64_t sg_hi, {', '.join(params)}) {{"]
+        tiles = [f"static void {name}_tiles(int64_t sg_lo, int64_t sg_hi, int sg_nt, {', '.join(params)}) {{"]
         tiles += [f"    {T} {buf[c]}[{tile * s}];" for c, s in zip(res_names, sizes[nargs:])]
         tiles += [f"    {name}_fill_{c}({buf[c]}, {tile});" for c in filled]
         tiles += ["    for (int64_t sg_i = sg_lo; sg_i < sg_hi; ++sg_i) {",
                   f"        for (int sg_b = 0; sg_b < {tile // W}; ++sg_b) {name}_block({', '.join(args)}, 0);"]
-        tiles += [f"        symgrad_stream_{T}({c} + sg_i*{tile * s}, {buf[c]}, {tile * s});"
+        tiles += [f"        symgrad_stream_{T}({c} + sg_i*{tile * s}, {buf[c]}, {tile * s}, sg_nt);"
                   for c, s in zip(res_names, sizes[nargs:])]
         tiles += ["    }", "}", ""]
-        batch += [f"    if (n * {out_numbers * (8 if T == 'double' else 4)} >= SYMGRAD_STREAM_BYTES) {{",
+        batch += ["    if (sg_mode) {",
                   f"        const int64_t sg_par_min = 1, sg_nb = n / {tile};",
-                  "        const int sg_nt = 1;",
-                  f"        SYMGRAD_RANGES({name}_tiles(sg_lo, sg_hi, {', '.join(names)}))",
+                  "        const int sg_nt = sg_mode == 1;",
+                  f"        SYMGRAD_RANGES({name}_tiles(sg_lo, sg_hi, sg_nt, {', '.join(names)}))",
                   f"        sg_done = sg_nb * {tile};",
                   "    }"]
     batch += ["    {",
@@ -411,7 +415,8 @@ def _omp_entry_points(name, target, arg_names, res_names, sizes, plain, ops, cos
               "    }",
               f"    if (n > sg_done) {name}_tail(n - sg_done, {at('sg_done')});", "}", ""]
     out += [*block, *tiles, *tail,
-            f"void {name}({', '.join(plain)}) {{ {name}_tail(1, {', '.join(names)}); }}", "", *batch]
+            f"void {name}({', '.join(plain)}) {{ {name}_tail(1, {', '.join(names)}); }}", "", *batch,
+            f"int {name}_streams(void) {{ return {int(bool(streams))}; }}", ""]
     if scalar:
         # Scalar arguments by value, all results into one buffer: the cheapest call from Python.
         byval = ", ".join([f"{T} {c}" for c in arg_names] + [f"{T} *sg_res"])

@@ -1,0 +1,172 @@
+"""Kernel layouts the speed work introduced: 256- and 512-bit blocks, fixed entries of array
+results written from a table, and the two store modes of large batches. Each is checked
+against independent values (sympy, closed forms) and the modes against each other, bitwise."""
+import math
+
+import numpy as np
+import pytest
+import sympy as sp
+
+import symgrad
+from symgrad import build, config
+from symgrad.function import _Stores
+from symgrad.optimize import optimize
+from symgrad.render import TARGETS, render
+
+
+def compiled(F, vector_bits):
+    """The batch entry point of Function F's kernel rendered for ``vector_bits``-bit blocks."""
+    k = render(optimize(F.program), F.c_name, TARGETS["c", str(F.dtype)], vector_bits)
+    mod = build.build(k.source, k.cdecl, parts=k.parts, extra_flags=k.cflags)
+    return k, mod.ffi, getattr(mod.lib, F.c_name + "_batch")
+
+
+def run(ffi, batch, mode, ins, outs, ctype="double[]"):
+    batch(len(ins[0]), mode, *[ffi.from_buffer(ctype, x) for x in ins],
+          *[ffi.from_buffer(ctype, o, require_writable=True) for o in outs])
+
+
+def seed(x):
+    return 64 * x * (1 - x) * math.pow(1 - 2 * x, 2) * math.pow(1 - 8 * x + 8 * x * x, 2)
+
+
+@pytest.mark.parametrize("vector_bits", [256, 512])
+def test_blocks_of_either_width_give_the_exact_derivative(vector_bits):
+    """Kernels of scalars take 8-point blocks with 512-bit vectors, 4-point ones otherwise;
+    both are rendered and run here whatever this CPU has (gcc splits wide vectors)."""
+    G = symgrad.compile(seed).grad
+    k, ffi, batch = compiled(G, vector_bits)
+    assert f"sg_j < {8 if vector_bits == 512 else 4}" in k.source
+    x = np.random.default_rng(3).uniform(-1.5, 2.5, 1237)
+    out = np.empty_like(x)
+    run(ffi, batch, 0, [x], [out])
+    X = sp.Symbol("x")
+    d = sp.lambdify(X, sp.diff(64 * X * (1 - X) * (1 - 2 * X) ** 2 * (1 - 8 * X + 8 * X * X) ** 2, X), "mpmath")
+    ref = np.array([float(d(v)) for v in x[:200]])
+    np.testing.assert_allclose(out[:200], ref, rtol=1e-12, atol=1e-9)
+    for n in (1, 3, 7, 8, 9, 17):  # every point runs through the same block code
+        part = np.empty(n)
+        run(ffi, batch, 0, [x[:n].copy()], [part])
+        np.testing.assert_array_equal(part, out[:n])
+    three = np.empty(1)
+    run(ffi, batch, 0, [np.array([3.0])], [three])
+    assert three[0] == -75279680.0
+
+
+@pytest.mark.parametrize("vector_bits", [256, 512])
+def test_transcendental_kernels_agree_across_block_widths(vector_bits):
+    """The vector math of 256- and 512-bit blocks stays within a few ulp of libm's."""
+    def f(x, y):
+        return math.sin(3 * x) * math.exp(-0.5 * y * y) + math.log(1 + x * x * y * y) + math.atan2(y, x + 3.0)
+    G = symgrad.compile(f).grad
+    _, ffi, batch = compiled(G, vector_bits)
+    rng = np.random.default_rng(4)
+    x, y = rng.uniform(-2, 2, 999), rng.uniform(-2, 2, 999)
+    gx, gy = np.empty_like(x), np.empty_like(x)
+    run(ffi, batch, 0, [x, y], [gx, gy])
+    rx = [3 * math.cos(3 * a) * math.exp(-0.5 * b * b) + 2 * a * b * b / (1 + a * a * b * b)
+          - b / ((a + 3) ** 2 + b * b) for a, b in zip(x, y)]
+    ry = [-b * math.sin(3 * a) * math.exp(-0.5 * b * b) + 2 * a * a * b / (1 + a * a * b * b)
+          + (a + 3) / ((a + 3) ** 2 + b * b) for a, b in zip(x, y)]
+    np.testing.assert_allclose(gx, rx, rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(gy, ry, rtol=1e-12, atol=1e-13)
+
+
+def band(x):
+    """Tridiagonal Hessian with a constant diagonal corner: groups of fixed entries (zeros,
+    and a group of numbers that are not zero) next to computed ones."""
+    return sum((x[i + 1] - x[i] ** 2) ** 2 for i in range(7)) + 2.5 * x[7] ** 2 + 3 * x[0] * x[7]
+
+
+def band_hessian(v):
+    H = np.zeros((8, 8))
+    for i in range(7):
+        H[i, i] += 12 * v[i] ** 2 - 4 * v[i + 1]
+        H[i, i + 1] += -4 * v[i]
+        H[i + 1, i] += -4 * v[i]
+        H[i + 1, i + 1] += 2
+    H[7, 7] += 5
+    H[0, 7] += 3
+    H[7, 0] += 3
+    return H
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_fixed_entries_of_array_results_in_every_path(dtype):
+    H = symgrad.compile(band, shapes=[(8,)], dtype=dtype).hessian
+    assert "_fill_" in H.c_source  # some groups of four entries are numbers only
+    rng = np.random.default_rng(5)
+    itemsize = np.dtype(dtype).itemsize
+    n = config.STREAM_BYTES // (64 * itemsize) + 13  # large enough for the tiles, with a tail
+    x = rng.uniform(-1, 1, (n, 8)).astype(dtype)
+    tol = 1e-5 if dtype == "float32" else 1e-13
+    big = H(x)
+    np.testing.assert_allclose(big[:40], [band_hessian(v.astype(float)) for v in x[:40]], rtol=tol, atol=tol)
+    np.testing.assert_allclose(big[-5:], [band_hessian(v.astype(float)) for v in x[-5:]], rtol=tol, atol=tol)
+    for k in (0, 5, n - 1):  # one point at a time: the block and tail paths
+        np.testing.assert_array_equal(H(x[k]), big[k])
+    small = H(x[:37])
+    np.testing.assert_array_equal(small, big[:37])
+    plan = H._lib
+    assert plan.stores is not None
+    for mode in (1, 2):  # non-temporal and plain stores: the same bytes
+        plan.stores.force = mode
+        buf = np.full(n * 64 + 3, np.nan, dtype)
+        out = buf[1:1 + n * 64].reshape(n, 8, 8)  # off the cache lines
+        H(x, out=out)
+        np.testing.assert_array_equal(out, big)
+        assert np.isnan(buf[0]) and np.isnan(buf[-2:]).all()
+    plan.stores.force = None
+
+
+def test_results_that_are_numbers_only():
+    """A quadratic's Hessian is all numbers: the lane code computes nothing for it."""
+    A = np.array([[2.0, 1.0, 0.0, 0.0, 0.5], [1.0, 3.0, 0.0, 0.0, 0.0], [0.0, 0.0, 4.0, 0.0, 0.0],
+                  [0.0, 0.0, 0.0, 1.0, 0.0], [0.5, 0.0, 0.0, 0.0, 6.0]])
+
+    def q(x):
+        return 0.5 * sum(A[i, j] * x[i] * x[j] for i in range(5) for j in range(5))
+    H = symgrad.compile(q, shapes=[(5,)]).hessian
+    x = np.random.default_rng(6).normal(size=(config.STREAM_BYTES // 200 + 3, 5))
+    np.testing.assert_array_equal(H(x), np.broadcast_to(A, (len(x), 5, 5)))
+    np.testing.assert_array_equal(H(x[:3]), np.broadcast_to(A, (3, 5, 5)))
+
+
+def test_store_modes_of_single_results_give_the_same_bytes():
+    G = symgrad.compile(seed).grad
+    n = config.STREAM_BYTES // 8 + 77
+    x = np.random.default_rng(7).uniform(-1.5, 2.5, n)
+    ref = G(x)
+    plan = G._lib
+    for mode in (1, 2):
+        plan.stores.force = mode
+        np.testing.assert_array_equal(G(x), ref)
+    plan.stores.force = None
+
+
+def test_store_policy_tries_both_then_keeps_the_faster_and_rechecks():
+    s = _Stores()
+    seen = []
+    for _ in range(4):  # two calls of each mode first
+        m = s.pick()
+        seen.append(m)
+        s.record(m, 1.0 if m == 1 else 2.0)
+    assert sorted(seen) == [1, 1, 2, 2]
+    picks = []
+    for _ in range(3 * _Stores.EXPLORE):
+        m = s.pick()
+        picks.append(m)
+        s.record(m, 1.0 if m == 1 else 2.0)
+    assert picks.count(2) == 3 and picks.count(1) == 3 * _Stores.EXPLORE - 3  # re-checks mode 2
+    for _ in range(2 * _Stores.WINDOW):  # mode 1 gets slow: the next re-check switches
+        s.record(1, 5.0)
+    assert s.pick() == 2 or s.pick() == 2
+    assert _Stores(force=1).pick() == 1
+
+
+def test_small_batches_take_no_store_policy():
+    G = symgrad.compile(seed).grad
+    G(np.ones(10))
+    before = list(G._lib.stores.recent[1])
+    G(np.ones(1000))
+    assert G._lib.stores.recent[1] == before  # below STREAM_BYTES: plain blocks, nothing timed
