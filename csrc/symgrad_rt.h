@@ -12,27 +12,25 @@
 #include <immintrin.h>
 #endif
 
-/* Generated kernels evaluate points in blocks of one SIMD vector (4 doubles, 8 floats).
- * Every point of every call, tails and single points included, runs through the same
- * block code, so a result never depends on the batch size or the thread count.
+/* Generated kernels evaluate points in blocks of one SIMD vector (4 doubles or 8 floats;
+ * 8 or 16 for kernels of scalars on CPUs with 512-bit vectors). Every point of every call,
+ * tails and single points included, runs through the same block code, so a result never
+ * depends on the batch size or the thread count.
  *
  * SYMGRAD_BLOCKS(call) runs `call` for `sg_b` over the `sg_nb` blocks of a batch, on the
- * thread team when there are at least `sg_par_min` blocks (locals of the batch function),
- * then fences the non-temporal stores each thread made (`sg_nt`). */
+ * thread team when there are at least `sg_par_min` blocks (locals of the batch function). */
 #ifdef _OPENMP
 #define SYMGRAD_BLOCKS(...)                                                              \
-    _Pragma("omp parallel if(sg_nb >= sg_par_min)") {                                    \
-        _Pragma("omp for schedule(static) nowait")                                       \
-        for (int64_t sg_b = 0; sg_b < sg_nb; ++sg_b) __VA_ARGS__;                        \
-        symgrad_fence(sg_nt);                                                            \
-    }
+    _Pragma("omp parallel for schedule(static) if(sg_nb >= sg_par_min)")                 \
+    for (int64_t sg_b = 0; sg_b < sg_nb; ++sg_b) __VA_ARGS__;
 #else
 #define SYMGRAD_BLOCKS(...)                                                              \
-    { for (int64_t sg_b = 0; sg_b < sg_nb; ++sg_b) __VA_ARGS__; symgrad_fence(sg_nt); }
+    for (int64_t sg_b = 0; sg_b < sg_nb; ++sg_b) __VA_ARGS__;
 #endif
 
 /* SYMGRAD_RANGES(call): the same split of sg_nb items over the team, one call per thread
- * with its range [sg_lo, sg_hi), for work that sets up once per thread. */
+ * with its range [sg_lo, sg_hi), for work that sets up once per thread; each thread then
+ * fences the non-temporal stores it made (`sg_nt`). */
 #ifdef _OPENMP
 #include <omp.h>
 #define SYMGRAD_RANGES(...)                                                              \

@@ -4,8 +4,9 @@
     python examples/benchmark.py --cases seed_grad --quick
 
 Every figure comes from this one run on this machine: steady state is the median of
---repeat rounds after a warm-up (each round runs every contender once, from a cold
-cache; contenders that take arrays read and write the same memory), first call is
+--repeat rounds after three warm-up calls (each round runs every contender once, in rotating
+order, each call with the case's arrays flushed from the caches; contenders that take arrays
+read and write the same memory), first call is
 trace/differentiate + generate + compile + first evaluation with an empty cache.
 Ratios are to symgrad's time.
 Peers (pip install -e '.[bench]'): numba, symengine, jax; a missing one is skipped."""
@@ -31,24 +32,61 @@ CFLAGS = ["-O3", "-march=native", "-fopenmp", "-fPIC", "-shared"]
 
 
 # ---------------------------------------------------------------------------- helpers
-def interleaved_medians(calls, repeat):
+def interleaved_medians(calls, repeat, data=()):
     """Median time of each call, measured in rounds that run every contender once, so that
     all of them see the same machine (other load, clock speed, memory state). The order
     rotates from round to round, so that no contender always follows the same one (the
-    call after lambdify's gigabytes of temporaries are freed runs slow), and each timed call
-    starts from a cold cache: none gains from the one before having read the same input."""
+    call after lambdify's gigabytes of temporaries are freed runs slow), and before each
+    timed call the arrays in ``data`` leave the caches: every contender reads its inputs
+    from memory, none gains from the one before having just touched them."""
     for fn in calls.values():
-        fn()  # warm-up
+        for _ in range(3):  # warm-up: compiled, loaded, caches and policies settled
+            fn()
     times = {c: [] for c in calls}
     names = list(calls)
     for r in range(repeat):
         for c in names[r % len(names):] + names[:r % len(names)]:
             fn = calls[c]
-            evict_caches()
+            flush_from_caches(data)
             t = time.perf_counter()
             fn()
             times[c].append(time.perf_counter() - t)
     return {c: statistics.median(ts) for c, ts in times.items()}
+
+
+_FLUSH = []
+FLUSH_C = """
+#include <stdint.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <emmintrin.h>
+int flush(const char *p, int64_t nbytes) {
+    for (int64_t k = 0; k < nbytes; k += 64) _mm_clflush(p + k);
+    _mm_mfence();
+    return 1;
+}
+#else
+int flush(const char *p, int64_t nbytes) { (void)p; (void)nbytes; return 0; }
+#endif
+"""
+
+
+def flush_from_caches(arrays):
+    """Write back and drop the cache lines of ``arrays`` (x86 clflush, untimed); elsewhere
+    overwrite twice the last-level cache with scratch data instead."""
+    if not _FLUSH:
+        try:
+            ffi, lib = c_library(FLUSH_C, "int flush(const char *, int64_t);", tempfile.mkdtemp())
+            _FLUSH.append((ffi, lib if lib.flush(ffi.NULL, 0) else None))
+        except (OSError, subprocess.CalledProcessError):
+            _FLUSH.append((None, None))
+    ffi, lib = _FLUSH[0]
+    if lib is None:
+        if len(_FLUSH) == 1:
+            _FLUSH.append(np.zeros(2 * _last_level_cache_bytes() // 8))
+        _FLUSH[1] += 1.0
+        return
+    for a in arrays:
+        lib.flush(ffi.cast("const char *", a.ctypes.data), a.nbytes)
 
 
 def _last_level_cache_bytes():
@@ -58,30 +96,6 @@ def _last_level_cache_bytes():
         return int(text[:-1]) << {"K": 10, "M": 20}[text[-1]]
     except (OSError, ValueError, KeyError):
         return 32 << 20
-
-
-_EVICT = []
-EVICT_C = """
-#include <stdint.h>
-void evict(int64_t n, double *restrict a) {
-    #pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < n; ++i) a[i] += 1.0;
-}"""
-
-
-def evict_caches():
-    """Write twice the last-level cache's worth of scratch memory (untimed), on every core:
-    each timed call then starts from a cold cache with all cores just busy, whatever ran
-    before it (an idle core wakes slowly and would slow the next parallel call)."""
-    if not _EVICT:
-        scratch = np.zeros(2 * _last_level_cache_bytes() // 8)
-        try:
-            ffi, lib = c_library(EVICT_C, "void evict(int64_t, double *);", tempfile.mkdtemp())
-            ptr = ffi.from_buffer("double[]", scratch)
-            _EVICT.append(lambda: lib.evict(scratch.size, ptr))
-        except (OSError, subprocess.CalledProcessError):  # no C compiler: one core only
-            _EVICT.append(lambda: scratch.__iadd__(1.0))
-    _EVICT[0]()
 
 
 def c_library(source, cdecl, tmp):
@@ -145,6 +159,15 @@ class Case:
             return [self.X.reshape(self.inputs[0].shape)]
         return self.inputs
 
+    def arrays(self):
+        """Every array the contenders of this case read or write that the benchmark owns."""
+        seen, out = set(), []
+        for a in [self.X, self.OUT, *self.inputs]:
+            if a.ctypes.data not in seen:
+                seen.add(a.ctypes.data)
+                out.append(a)
+        return out
+
     def shared_outputs(self, shapes):
         """Result arrays carved, one after the other, out of the memory of the peers' result
         matrix: every contender writes the same physical pages (where a large array lands
@@ -182,6 +205,7 @@ def run_symgrad(case, tmp):
     res = K(*inputs)
     out = case.shared_outputs([r.shape for r in (res if isinstance(res, tuple) else (res,))])
     out = tuple(out) if isinstance(res, tuple) else out[0]
+    case.symgrad_function = K
     return first, lambda: K(*inputs, out=out)
 
 
@@ -404,7 +428,11 @@ def main():
                 firsts[c], calls[c] = CONTENDERS[c](case, tmp)
             except Exception as e:  # a peer that fails is reported, not fatal
                 print(f"# {name}/{c}: failed: {type(e).__name__}: {str(e)[:200]}")
-        steady = interleaved_medians(calls, a.repeat)
+        steady = interleaved_medians(calls, a.repeat, case.arrays())
+        stores = getattr(getattr(getattr(case, "symgrad_function", None), "_lib", None), "stores", None)
+        if stores is not None:
+            print(f"# {name}: symgrad wrote its results with non-temporal stores in {stores.used[1]} "
+                  f"calls, plain stores in {stores.used[2]} (timed both, kept the faster)")
         results = {c: (firsts[c], steady[c]) for c in calls}
         del calls
         base = results["symgrad"][1] if "symgrad" in results else None

@@ -37,8 +37,8 @@ LARGE_KERNEL_OPS = 5000
 STREAM_BYTES = 8 << 20
 STREAM_COST_PER_NUMBER = 40
 CALL_COST = 20
-# Numbers of results per tile of a streamed batch (its local buffer: 1 KiB of doubles;
-# small tiles keep computing and streaming out interleaved).
+# Numbers of results per tile of a streamed batch, about (a tile is a whole number of blocks
+# and of cache lines of each result; small tiles keep computing and streaming interleaved).
 TILE_NUMBERS = 128
 
 

@@ -231,19 +231,20 @@ class Function:
             arrays.append(arr)
             batches.append(arr.shape[:arr.ndim - len(core)])
         try:
-            batch = batches[0] if batches.count(batches[0]) == len(batches) else np.broadcast_shapes(*batches)
+            batch = batches[0] if batches and batches.count(batches[0]) == len(batches) \
+                else np.broadcast_shapes(*batches)
         except ValueError:
             raise ValueError("the batch dimensions of the arguments do not broadcast: "
                              + ", ".join(f"{name}: {b}" for (name, _), b in zip(self.args, batches))) from None
         plan = plan or self._library()
         n = prod(batch)
-        ins = [x if b == batch and x.flags.c_contiguous else
-               np.ascontiguousarray(x if b == batch else np.broadcast_to(x, batch + core))
+        ins = [x if b == batch and x.flags.c_contiguous and x.flags.aligned else
+               np.require(x if b == batch else np.broadcast_to(x, batch + core), requirements="CA")
                for x, b, (_, core) in zip(arrays, batches, self.args)]
         results = self._outputs(out, batch, plan)
-        # Write straight into a result only if it is C-contiguous and shares no memory with
-        # an input (the kernel's pointers are restrict); otherwise through a scratch array.
-        work = [r if r.flags.c_contiguous and r.flags.writeable
+        # Write straight into a result only if it is C-contiguous, aligned and shares no memory
+        # with an input (the kernel's pointers are restrict); otherwise through a scratch array.
+        work = [r if r.flags.c_contiguous and r.flags.aligned and r.flags.writeable
                 and not any(np.may_share_memory(r, x) for x in ins) else np.empty(r.shape, r.dtype)
                 for r in results]
         if n:
@@ -317,12 +318,14 @@ class _Stores:
     their own, lower on some CPUs than that of plain stores. So the first large calls try
     both (twice), and later calls take the one with the lower time per byte (the best of its last
     WINDOW calls: robust to page faults and other one-off delays), trying the other again
-    every EXPLORE-th call. The results are the same bytes either way."""
+    every EXPLORE-th call. The results are the same bytes either way. (Not locked: calls from
+    several threads at once may blur the timings, which only ever changes the mode.)"""
 
-    EXPLORE, WINDOW = 8, 4
+    EXPLORE, WINDOW = 16, 4
 
     def __init__(self, force=None):
         self.recent = {1: [], 2: []}  # seconds per result byte of the last calls
+        self.used = {1: 0, 2: 0}
         self.calls, self.force = 0, force
 
     def pick(self):
@@ -336,6 +339,7 @@ class _Stores:
         return 3 - best if self.calls % self.EXPLORE == 0 else best
 
     def record(self, mode, seconds_per_byte):
+        self.used[mode] += 1
         times = self.recent[mode]
         times.append(seconds_per_byte)
         del times[:-self.WINDOW]

@@ -170,3 +170,54 @@ def test_small_batches_take_no_store_policy():
     before = list(G._lib.stores.recent[1])
     G(np.ones(1000))
     assert G._lib.stores.recent[1] == before  # below STREAM_BYTES: plain blocks, nothing timed
+
+
+def test_function_of_no_arguments():
+    F = symgrad.compile(lambda: 2.0 * math.pi)
+    assert F() == 2.0 * math.pi
+    assert F() == 2.0 * math.pi  # the scalar path, once loaded
+
+
+def test_result_without_entries_is_refused_clearly():
+    F = symgrad.compile(lambda x: x[:0], shapes=[(3,)])
+    with pytest.raises(symgrad.CompileError, match="no entries"):
+        F(np.ones(3))
+
+
+def test_arrays_not_aligned_to_their_items():
+    """Inputs and outputs at odd byte offsets go through aligned copies: same numbers."""
+    G = symgrad.compile(seed).grad
+    x = np.random.default_rng(9).uniform(-1.5, 2.5, 1001)
+    buf = bytearray(x.nbytes + 1)
+    raw_in = np.ndarray(x.shape, np.float64, buffer=buf, offset=1)
+    raw_in[...] = x
+    assert not raw_in.flags.aligned
+    raw_out = np.ndarray(x.shape, np.float64, buffer=bytearray(x.nbytes + 3), offset=3)
+    assert G(raw_in, out=raw_out) is raw_out
+    np.testing.assert_array_equal(raw_out, G(x))
+
+
+@pytest.mark.parametrize("shape", [(3,), (5,), (9,)])
+def test_tiles_are_whole_cache_lines_of_every_result(shape):
+    """Results of 3, 5, 9 numbers per point: the tile still ends on a line boundary of each."""
+    def f(x):
+        return sum(math.sin(x[i]) * x[(i + 1) % len(x)] for i in range(len(x)))
+    F = symgrad.compile(f, shapes=[shape])
+    V = F.value_and_grad
+    n = config.STREAM_BYTES // (8 * shape[0]) + 29
+    x = np.random.default_rng(10).uniform(-2, 2, (n,) + shape)
+    v, g = V(x)
+    plan = V._lib
+    for mode in (1, 2):
+        plan.stores.force = mode
+        v2, g2 = V(x)
+        np.testing.assert_array_equal(v2, v)
+        np.testing.assert_array_equal(g2, g)
+    plan.stores.force = None
+    k = x[n // 2]
+    np.testing.assert_allclose(g[n // 2], [math.cos(k[i]) * k[(i + 1) % len(k)] + math.sin(k[i - 1])
+                                           for i in range(len(k))], rtol=1e-12)
+    src = V.c_source
+    assert "_tiles(" in src and plan.stores is not None
+    tile = int(src.split("sg_nb = n / ")[1].split(";")[0])
+    assert tile * 8 % 64 == 0 and tile * shape[0] * 8 % 64 == 0

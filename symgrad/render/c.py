@@ -5,6 +5,7 @@ the printer never post-processes its own output."""
 from __future__ import annotations
 
 import keyword
+import math
 import re
 from dataclasses import dataclass, replace
 
@@ -150,7 +151,10 @@ class Printer(C99CodePrinter):
 
 @dataclass(frozen=True)
 class Kernel:
-    """Generated source for one function: ``NAME(args..., results...)`` and ``NAME_batch``."""
+    """Generated source for one function: ``NAME(args..., results...)`` (one point),
+    ``NAME_batch(n, mode, args..., results...)`` (mode 0: blocks straight into the results;
+    1/2: tiles leaving with non-temporal/plain stores, where ``NAME_streams()`` says the
+    kernel has them) and, for scalar arguments, ``NAME_scalar``."""
 
     name: str
     source: str       # definitions (includes symgrad_rt.h)
@@ -180,6 +184,10 @@ def render(prog, name, target: Target, vector_bits=256) -> Kernel:
     wide = vector_bits >= 512 and all(a.size == 1 for a in prog.args) and all(o.size == 1 for o in prog.outputs)
     if wide:
         target = replace(target, block=target.wide)
+    for o in prog.outputs:
+        if o.size == 0:
+            raise CompileError(f"result {o.name!r} has no entries (shape {o.shape}); return at least "
+                               "one number per result")
     taken = set()
     arg_names = [_cname(a.name, taken, "a_") for a in prog.args]  # a_ keeps clear of exp, linux...
     res_names = [_cname(o.name, taken) for o in prog.outputs]
@@ -307,7 +315,8 @@ def _local(T, name, count):
 class _Layout:
     """Which entries of each array result the lane code computes, in groups of four (one
     4x4 transpose): a group of numbers only (the zeros of a sparse Hessian, say) is left
-    out of the lane code and written from a table, once per tile in a streamed batch."""
+    out of the lane code and written from a table: by each block, or in a streamed batch
+    once into each thread's tile buffer."""
 
     def __init__(self, prog, res_names, printer):
         self.computed, self.fixed, self.table, self.skip = {}, {}, {}, set()
@@ -385,7 +394,9 @@ def _omp_entry_points(name, target, arg_names, res_names, sizes, plain, ops, cos
     # the caller picks (see function._Stores). Each thread takes one range of tiles and
     # writes the fixed numbers into its buffer once.
     out_numbers = sum(sizes[nargs:])
-    tile = W * max(1, config.TILE_NUMBERS // (W * out_numbers))
+    itemsize = 8 if T == "double" else 4
+    unit = math.lcm(W, *[64 // math.gcd(64, s * itemsize) for s in sizes[nargs:]])  # whole lines
+    tile = unit * max(1, config.TILE_NUMBERS // (unit * out_numbers))
     tiles = []
     streams = cost <= config.STREAM_COST_PER_NUMBER * out_numbers and \
         tile * out_numbers * 8 <= config.MAX_STACK_BYTES // 2
@@ -409,7 +420,6 @@ def _omp_entry_points(name, target, arg_names, res_names, sizes, plain, ops, cos
                   "    }"]
     batch += ["    {",
               f"        const int64_t sg_par_min = {par_min}, sg_nb = (n - sg_done) / {W};",
-              "        const int sg_nt = 0;",
               f"        SYMGRAD_BLOCKS({name}_block({at(f'(sg_done + sg_b*{W})')}, 1))",
               f"        sg_done += sg_nb * {W};",
               "    }",
