@@ -48,7 +48,11 @@
 /* symgrad_stream_T(dst, src, m, nt): copy m numbers; with nt, the whole 64-byte lines of
  * dst with non-temporal stores written back to back (so that each line leaves complete),
  * the partial lines at either end with plain stores. */
-#if defined(__AVX__)
+#if defined(__AVX512F__)
+#define SYMGRAD_NT_double(d, s) _mm512_stream_pd(d, _mm512_loadu_pd(s))
+#define SYMGRAD_NT_float(d, s) _mm512_stream_ps(d, _mm512_loadu_ps(s))
+#define SYMGRAD_NT_BYTES 64
+#elif defined(__AVX__)
 #define SYMGRAD_NT_double(d, s) _mm256_stream_pd(d, _mm256_loadu_pd(s))
 #define SYMGRAD_NT_float(d, s) _mm256_stream_ps(d, _mm256_loadu_ps(s))
 #define SYMGRAD_NT_BYTES 32

@@ -316,12 +316,13 @@ class _Stores:
     plain ones (mode 2). Which is faster depends on the machine and on how busy its memory
     is: non-temporal stores skip reading each destination line, but have a throughput of
     their own, lower on some CPUs than that of plain stores. So the first large calls try
-    both (twice), and later calls take the one with the lower time per byte (the best of its last
+    both (TRIALS times each, alternating: the first calls may pay one-off costs such as page
+    faults), and later calls take the one with the lower time per byte (the best of its last
     WINDOW calls: robust to page faults and other one-off delays), trying the other again
     every EXPLORE-th call. The results are the same bytes either way. (Not locked: calls from
     several threads at once may blur the timings, which only ever changes the mode.)"""
 
-    EXPLORE, WINDOW = 16, 4
+    TRIALS, EXPLORE, WINDOW = 3, 16, 4
 
     def __init__(self, force=None):
         self.recent = {1: [], 2: []}  # seconds per result byte of the last calls
@@ -332,10 +333,9 @@ class _Stores:
         if self.force:
             return self.force
         self.calls += 1
-        for mode, times in self.recent.items():
-            if len(times) < 2:  # the first call of a mode may pay one-off costs
-                return mode
-        best = min(self.recent, key=lambda m: min(self.recent[m]))
+        if self.calls <= 2 * self.TRIALS:  # alternate first: early calls may pay one-off costs
+            return 1 + self.calls % 2
+        best = min(self.recent, key=lambda m: min(self.recent[m], default=0.0))  # untimed: try it
         return 3 - best if self.calls % self.EXPLORE == 0 else best
 
     def record(self, mode, seconds_per_byte):

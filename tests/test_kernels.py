@@ -147,11 +147,11 @@ def test_store_modes_of_single_results_give_the_same_bytes():
 def test_store_policy_tries_both_then_keeps_the_faster_and_rechecks():
     s = _Stores()
     seen = []
-    for _ in range(4):  # two calls of each mode first
+    for _ in range(2 * _Stores.TRIALS):  # both modes first, alternating
         m = s.pick()
         seen.append(m)
         s.record(m, 1.0 if m == 1 else 2.0)
-    assert sorted(seen) == [1, 1, 2, 2]
+    assert seen == [2, 1] * _Stores.TRIALS
     picks = []
     for _ in range(3 * _Stores.EXPLORE):
         m = s.pick()
