@@ -8,7 +8,10 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#if defined(__SSE2__)
+/* A unit of segments only (the further translation units of a large kernel, defining
+ * SYMGRAD_SEGMENT_UNIT) needs none of the batch machinery: it skips the intrinsics, whose
+ * headers alone take a tenth of a second to parse. */
+#if defined(__SSE2__) && !defined(SYMGRAD_SEGMENT_UNIT)
 #include <immintrin.h>
 #endif
 
@@ -45,6 +48,7 @@
     { const int64_t sg_lo = 0, sg_hi = sg_nb; __VA_ARGS__; symgrad_fence(sg_nt); }
 #endif
 
+#ifndef SYMGRAD_SEGMENT_UNIT
 /* symgrad_stream_T(dst, src, m, nt): copy m numbers; with nt, the whole 64-byte lines of
  * dst with non-temporal stores written back to back (so that each line leaves complete),
  * the partial lines at either end with plain stores. */
@@ -93,6 +97,7 @@ static inline void symgrad_fence(int nt) {
     (void)nt;
 #endif
 }
+#endif
 
 /* The loop over the lanes of a block is a SIMD loop. */
 #if defined(_OPENMP)
@@ -124,6 +129,7 @@ static inline void *symgrad_alloc(size_t bytes) {
     return p;
 }
 
+#ifndef SYMGRAD_SEGMENT_UNIT
 /* A block's W points of s numbers move between point order (p[j*s + k]) and lane order
  * (l[k*W + j]): symgrad_transpose_T(p, s, l, W) for arguments, and for results
  * symgrad_untranspose_T(l, m, s, p, W), which writes the first m numbers of each point.
@@ -207,6 +213,7 @@ static inline void symgrad_untranspose_float(const float *restrict l, int64_t m,
                                              float *restrict p, int W) {
     symgrad_untranspose_float_generic(l, m, s, p, W);
 }
+#endif
 
 /* Copy r <= w points of s numbers each into a block of w points, repeating the first. */
 #define SYMGRAD_PAD(T)                                                                      \
