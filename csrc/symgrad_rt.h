@@ -165,8 +165,8 @@ static inline void symgrad_transpose_double(const double *restrict p, int64_t s,
                                             int W) {
 #if defined(__AVX__)
     if (W % 4 == 0) {
-        int64_t k = 0;
-        for (; k + 4 <= s; k += 4)
+        const int64_t s4 = s - s % 4;
+        for (int64_t k = 0; k < s4; k += 4)
             for (int j = 0; j < W; j += 4) {
                 const double *q = p + j * s + k;
                 __m256d r0 = _mm256_loadu_pd(q), r1 = _mm256_loadu_pd(q + s);
@@ -175,7 +175,7 @@ static inline void symgrad_transpose_double(const double *restrict p, int64_t s,
                 _mm256_storeu_pd(l + k * W + j, r0), _mm256_storeu_pd(l + (k + 1) * W + j, r1);
                 _mm256_storeu_pd(l + (k + 2) * W + j, r2), _mm256_storeu_pd(l + (k + 3) * W + j, r3);
             }
-        for (; k < s; ++k)
+        for (int64_t k = s4; k < s; ++k)
             for (int j = 0; j < W; ++j) l[k * W + j] = p[j * s + k];
         return;
     }
@@ -187,8 +187,8 @@ static inline void symgrad_untranspose_double(const double *restrict l, int64_t 
                                               double *restrict p, int W) {
 #if defined(__AVX__)
     if (W % 4 == 0) {
-        int64_t k = 0;
-        for (; k + 4 <= m; k += 4)
+        const int64_t m4 = m - m % 4;
+        for (int64_t k = 0; k < m4; k += 4)
             for (int j = 0; j < W; j += 4) {
                 double *q = p + j * s + k;
                 __m256d r0 = _mm256_loadu_pd(l + k * W + j), r1 = _mm256_loadu_pd(l + (k + 1) * W + j);
@@ -197,7 +197,7 @@ static inline void symgrad_untranspose_double(const double *restrict l, int64_t 
                 _mm256_storeu_pd(q, r0), _mm256_storeu_pd(q + s, r1);
                 _mm256_storeu_pd(q + 2 * s, r2), _mm256_storeu_pd(q + 3 * s, r3);
             }
-        for (; k < m; ++k)
+        for (int64_t k = m4; k < m; ++k)
             for (int j = 0; j < W; ++j) p[j * s + k] = l[k * W + j];
         return;
     }
