@@ -96,7 +96,15 @@ BATCH = """
     base = np.array([0, 0, 0, 1.1, 0, 0, 0, 1.1, 0, 0, 0, 1.1, 1.1, 1.1, 0])
     p = base + np.random.default_rng(0).uniform(-0.05, 0.05, (300_001, 15))
     g = symgrad.compile(lj, shapes=[(15,)]).grad(p)
-    print(hashlib.sha256(g.tobytes()).hexdigest())
+    def rosen(x):
+        return sum(100.0 * (x[i + 1] - x[i] ** 2) ** 2 + (1 - x[i]) ** 2 for i in range(7))
+    H = symgrad.compile(rosen, shapes=[(8,)]).hessian  # streamed in tiles: both store modes
+    x = np.random.default_rng(1).uniform(-2, 2, (20_011, 8))
+    hs = [H(x)]
+    for mode in (1, 2):
+        H._lib.stores.force = mode
+        hs.append(H(x))
+    print(hashlib.sha256(g.tobytes() + b"".join(h.tobytes() for h in hs)).hexdigest())
     print("sympy" in sys.modules)
 """
 
