@@ -322,7 +322,7 @@ class _Stores:
     every EXPLORE-th call. The results are the same bytes either way. (Not locked: calls from
     several threads at once may blur the timings, which only ever changes the mode.)"""
 
-    TRIALS, EXPLORE, WINDOW = 3, 16, 4
+    TRIALS, EXPLORE, WINDOW = 2, 16, 4
 
     def __init__(self, force=None):
         self.recent = {1: [], 2: []}  # seconds per result byte of the last calls
