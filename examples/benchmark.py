@@ -431,8 +431,9 @@ def main():
         steady = interleaved_medians(calls, a.repeat, case.arrays())
         stores = getattr(getattr(getattr(case, "symgrad_function", None), "_lib", None), "stores", None)
         if stores is not None:
-            print(f"# {name}: symgrad wrote its results with non-temporal stores in {stores.used[1]} "
-                  f"calls, plain stores in {stores.used[2]} (timed both, kept the faster)")
+            print(f"# {name}: symgrad's large calls wrote results in tiles with non-temporal stores "
+                  f"{stores.used[1]} times, with plain stores {stores.used[2]} times, block by block "
+                  f"{stores.used[0]} times (it times each and keeps the fastest)")
         results = {c: (firsts[c], steady[c]) for c in calls}
         del calls
         base = results["symgrad"][1] if "symgrad" in results else None

@@ -312,31 +312,35 @@ _PYNUM = (float, int, np.float64)
 
 
 class _Stores:
-    """How a large batch writes its results: in tiles, with non-temporal stores (mode 1) or
-    plain ones (mode 2). Which is faster depends on the machine and on how busy its memory
-    is: non-temporal stores skip reading each destination line, but have a throughput of
-    their own, lower on some CPUs than that of plain stores. So the first large calls try
-    both (TRIALS times each, alternating: the first calls may pay one-off costs such as page
-    faults), and later calls take the one with the lower time per byte (the best of its last
-    WINDOW calls: robust to page faults and other one-off delays), trying the other again
-    every EXPLORE-th call. The results are the same bytes either way. (Not locked: calls from
-    several threads at once may blur the timings, which only ever changes the mode.)"""
+    """How a large batch writes its results: in tiles that leave as whole cache lines, with
+    non-temporal stores (mode 1) or plain ones (mode 2), or block by block straight into the
+    results (mode 0). Which is fastest depends on the CPU, on the kernel and on how busy the
+    memory is (non-temporal stores skip reading each destination line but have a throughput
+    of their own, on some CPUs lower than that of plain stores). So the first large calls try
+    each mode TRIALS times, in turn (the first calls may pay one-off costs such as page
+    faults); later calls take the mode with the lowest time per byte (the best of its last
+    WINDOW calls) and every EXPLORE-th call re-times another. The results are the same bytes
+    in every mode. (Not locked: calls from several threads at once may blur the timings,
+    which only ever changes the mode.)"""
 
-    TRIALS, EXPLORE, WINDOW = 2, 16, 4
+    MODES, TRIALS, EXPLORE, WINDOW = (1, 2, 0), 2, 16, 4
 
     def __init__(self, force=None):
-        self.recent = {1: [], 2: []}  # seconds per result byte of the last calls
-        self.used = {1: 0, 2: 0}
+        self.recent = {m: [] for m in self.MODES}  # seconds per result byte of the last calls
+        self.used = {m: 0 for m in self.MODES}
         self.calls, self.force = 0, force
 
     def pick(self):
-        if self.force:
+        if self.force is not None:
             return self.force
         self.calls += 1
-        if self.calls <= 2 * self.TRIALS:  # alternate first: early calls may pay one-off costs
-            return 1 + self.calls % 2
-        best = min(self.recent, key=lambda m: min(self.recent[m], default=0.0))  # untimed: try it
-        return 3 - best if self.calls % self.EXPLORE == 0 else best
+        k = len(self.MODES)
+        if self.calls <= k * self.TRIALS:
+            return self.MODES[(self.calls - 1) % k]
+        ranked = sorted(self.MODES, key=lambda m: min(self.recent[m], default=0.0))  # untimed: try it
+        if self.calls % self.EXPLORE == 0:
+            return ranked[1 + (self.calls // self.EXPLORE) % (k - 1)]
+        return ranked[0]
 
     def record(self, mode, seconds_per_byte):
         self.used[mode] += 1

@@ -109,7 +109,7 @@ def test_fixed_entries_of_array_results_in_every_path(dtype):
     np.testing.assert_array_equal(small, big[:37])
     plan = H._lib
     assert plan.stores is not None
-    for mode in (1, 2):  # non-temporal and plain stores: the same bytes
+    for mode in (1, 2, 0):  # non-temporal, plain stores, blocks straight out: the same bytes
         plan.stores.force = mode
         buf = np.full(n * 64 + 3, np.nan, dtype)
         out = buf[1:1 + n * 64].reshape(n, 8, 8)  # off the cache lines
@@ -138,30 +138,32 @@ def test_store_modes_of_single_results_give_the_same_bytes():
     x = np.random.default_rng(7).uniform(-1.5, 2.5, n)
     ref = G(x)
     plan = G._lib
-    for mode in (1, 2):
+    for mode in (1, 2, 0):
         plan.stores.force = mode
         np.testing.assert_array_equal(G(x), ref)
     plan.stores.force = None
 
 
-def test_store_policy_tries_both_then_keeps_the_faster_and_rechecks():
+def test_store_policy_tries_every_mode_then_keeps_the_fastest_and_rechecks():
+    cost = {1: 1.0, 2: 2.0, 0: 3.0}
     s = _Stores()
-    seen = []
-    for _ in range(2 * _Stores.TRIALS):  # both modes first, alternating
+    trials = []
+    for _ in range(len(_Stores.MODES) * _Stores.TRIALS):  # every mode first, in turn
         m = s.pick()
-        seen.append(m)
-        s.record(m, 1.0 if m == 1 else 2.0)
-    assert seen == [2, 1] * _Stores.TRIALS
+        trials.append(m)
+        s.record(m, cost[m])
+    assert trials == list(_Stores.MODES) * _Stores.TRIALS
     picks = []
-    for _ in range(3 * _Stores.EXPLORE):
+    for _ in range(4 * _Stores.EXPLORE):
         m = s.pick()
         picks.append(m)
-        s.record(m, 1.0 if m == 1 else 2.0)
-    assert picks.count(2) == 3 and picks.count(1) == 3 * _Stores.EXPLORE - 3  # re-checks mode 2
-    for _ in range(2 * _Stores.WINDOW):  # mode 1 gets slow: the next re-check switches
+        s.record(m, cost[m])
+    assert picks.count(2) == 2 and picks.count(0) == 2  # re-timed in turn, every EXPLORE-th call
+    assert picks.count(1) == len(picks) - 4
+    for _ in range(_Stores.WINDOW):  # mode 1 gets slow: the fastest recent mode takes over
         s.record(1, 5.0)
-    assert s.pick() == 2 or s.pick() == 2
-    assert _Stores(force=1).pick() == 1
+    assert s.pick() == 2
+    assert _Stores(force=1).pick() == 1 and _Stores(force=0).pick() == 0
 
 
 def test_small_batches_take_no_store_policy():
@@ -208,7 +210,7 @@ def test_tiles_are_whole_cache_lines_of_every_result(shape):
     x = np.random.default_rng(10).uniform(-2, 2, (n,) + shape)
     v, g = V(x)
     plan = V._lib
-    for mode in (1, 2):
+    for mode in (1, 2, 0):
         plan.stores.force = mode
         v2, g2 = V(x)
         np.testing.assert_array_equal(v2, v)

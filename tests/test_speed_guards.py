@@ -101,7 +101,7 @@ BATCH = """
     H = symgrad.compile(rosen, shapes=[(8,)]).hessian  # streamed in tiles: both store modes
     x = np.random.default_rng(1).uniform(-2, 2, (20_011, 8))
     hs = [H(x)]
-    for mode in (1, 2):
+    for mode in (1, 2, 0):
         H._lib.stores.force = mode
         hs.append(H(x))
     print(hashlib.sha256(g.tobytes() + b"".join(h.tobytes() for h in hs)).hexdigest())
@@ -216,7 +216,7 @@ def test_streamed_single_results_at_every_alignment(dtype):
     n = (8 << 20) // itemsize + 1237  # past the threshold, not a whole number of tiles
     x = np.random.default_rng(8).uniform(-1.5, 2.5, n).astype(dtype)
     ref = np.concatenate([G(x[k:k + 1000]) for k in range(0, n, 1000)])
-    for mode in (1, 2):
+    for mode in (1, 2, 0):
         G._lib.stores.force = mode
         for offset in range(64 // itemsize):
             buf = np.full(n + 64 // itemsize, np.nan, dtype)
