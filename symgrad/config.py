@@ -30,10 +30,11 @@ SEGMENTS_PER_UNIT = 3
 MAX_STACK_BYTES = 64 << 10
 LARGE_KERNEL_OPS = 5000
 
-# Batches with results of at least STREAM_BYTES run in tiles that leave as whole cache
-# lines (non-temporal or plain stores, whichever measures faster) when the kernel costs at
-# most STREAM_COST_PER_NUMBER operations per result number (a call of an elementary function
-# counts as CALL_COST): below that, writing memory and not arithmetic bounds the kernel.
+# Batches with results of at least STREAM_BYTES may run in tiles that leave as whole cache
+# lines (non-temporal or plain stores) or block by block, whichever measures fastest, when
+# the kernel costs at most STREAM_COST_PER_NUMBER operations per result number (a call of an
+# elementary function counts as CALL_COST): below that, arithmetic and not writing memory
+# bounds the kernel, and it always runs block by block.
 STREAM_BYTES = 8 << 20
 STREAM_COST_PER_NUMBER = 40
 CALL_COST = 20

@@ -57,6 +57,7 @@ class Function:
         self._origin, self._recipe = origin, recipe
         self._lock = threading.RLock()
         self._program = self._kernel = self._lib = None
+        self._derived = {}  # derivatives taken of this Function, each made once
 
     # -- the pipeline, each stage computed once -------------------------------------------
     @property
@@ -139,7 +140,16 @@ class Function:
         return _nest(self._structure, outs)
 
     def _derive(self, kind, argnums):
+        """The derived Function, made once per (kind, argnums): ``F.grad(x)`` in a loop reuses
+        one loaded kernel (and its store policy) instead of fingerprinting it again."""
         structure_args, argnums = _argnums(argnums, len(self.args))
+        key = (kind, repr(structure_args), tuple(argnums))
+        with self._lock:
+            if key not in self._derived:
+                self._derived[key] = self._make_derived(kind, structure_args, argnums)
+            return self._derived[key]
+
+    def _make_derived(self, kind, structure_args, argnums):
 
         def make():
             from . import differentiate as D
@@ -206,8 +216,12 @@ class Function:
             prog = self.program
             with stage(f"{self.name}_d{n}", "differentiate"):
                 return nth(prog, n, argnum)
-        return Function(self.name, make, self.dtype, f"d{n}", self._structure, self.args, self._origin,
-                        self._recipe + (("derivative", n, argnum),))
+        with self._lock:
+            key = ("derivative", n, argnum)
+            if key not in self._derived:
+                self._derived[key] = Function(self.name, make, self.dtype, f"d{n}", self._structure, self.args,
+                                              self._origin, self._recipe + (("derivative", n, argnum),))
+            return self._derived[key]
 
     # -- calling ------------------------------------------------------------------------
     def __call__(self, *args, out=None):
