@@ -198,7 +198,7 @@ def render(prog, name, target: Target, vector_bits=256) -> Kernel:
     layout = _Layout(prog, res_names, Printer({}, target))
     src, parts, nseg, scratch = _omp_segments(prog, name, target, arg_names, res_names, layout.skip)
     scalar = all(a.shape == () for a in prog.args)
-    src += _omp_entry_points(name, target, arg_names, res_names, sizes, plain, ops, _cost(prog), nseg,
+    src += _omp_entry_points(name, target, arg_names, res_names, sizes, plain, ops, _cost(prog, ops), nseg,
                              scratch, scalar, layout)
     cdecl = (f"void {name}({', '.join(plain)});\n"
              f"void {name}_batch(int64_t n, int mode, {', '.join(plain)});\n"
@@ -296,13 +296,13 @@ def _omp_segments(prog, name, target, arg_names, res_names, skip):
     return protos + [""], chunks, len(segs), scratch
 
 
-def _cost(prog):
-    """Operations per point with calls of elementary functions weighted as
+def _cost(prog, ops):
+    """``ops`` operations per point with calls of elementary functions weighted as
     config.CALL_COST: the arithmetic side of the compute/memory balance."""
     calls = sum(1 for e in prog.output_exprs() + [e for _, e in prog.body]
                 for x in sp.preorder_traversal(e) if isinstance(x, sp.Function)
                 or (isinstance(x, sp.Pow) and not x.exp.is_Integer))
-    return prog.count_ops() + (config.CALL_COST - 1) * calls
+    return ops + (config.CALL_COST - 1) * calls
 
 
 def _local(T, name, count):
