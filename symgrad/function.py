@@ -143,10 +143,14 @@ class Function:
         """The derived Function, made once per (kind, argnums): ``F.grad(x)`` in a loop reuses
         one loaded kernel (and its store policy) instead of fingerprinting it again."""
         structure_args, argnums = _argnums(argnums, len(self.args))
-        key = (kind, repr(structure_args), tuple(argnums))
+        return self._once((kind, repr(structure_args), tuple(argnums)),
+                          lambda: self._make_derived(kind, structure_args, argnums))
+
+    def _once(self, key, make):
+        """The derived Function filed under ``key``, made on first request."""
         with self._lock:
             if key not in self._derived:
-                self._derived[key] = self._make_derived(kind, structure_args, argnums)
+                self._derived[key] = make()
             return self._derived[key]
 
     def _make_derived(self, kind, structure_args, argnums):
@@ -216,12 +220,9 @@ class Function:
             prog = self.program
             with stage(f"{self.name}_d{n}", "differentiate"):
                 return nth(prog, n, argnum)
-        with self._lock:
-            key = ("derivative", n, argnum)
-            if key not in self._derived:
-                self._derived[key] = Function(self.name, make, self.dtype, f"d{n}", self._structure, self.args,
-                                              self._origin, self._recipe + (("derivative", n, argnum),))
-            return self._derived[key]
+        return self._once(("derivative", n, argnum),
+                          lambda: Function(self.name, make, self.dtype, f"d{n}", self._structure, self.args,
+                                           self._origin, self._recipe + (("derivative", n, argnum),)))
 
     # -- calling ------------------------------------------------------------------------
     def __call__(self, *args, out=None):

@@ -400,7 +400,7 @@ def _omp_entry_points(name, target, arg_names, res_names, sizes, plain, ops, cos
     tile = unit * max(1, config.TILE_NUMBERS // (unit * out_numbers))
     tiles = []
     streams = cost <= config.STREAM_COST_PER_NUMBER * out_numbers and \
-        tile * out_numbers * 8 <= config.MAX_STACK_BYTES // 2
+        tile * out_numbers * itemsize <= config.MAX_STACK_BYTES // 2
     if streams:
         buf = {c: f"sg_tile_{c}" for c in res_names}
         args = [f"{c} + (sg_i*{tile} + sg_b*{W})*{s}" for c, s in zip(arg_names, sizes)]
