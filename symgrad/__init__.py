@@ -5,46 +5,37 @@
 """
 from __future__ import annotations
 
-import re
-
 from .errors import CompileError, TraceError
-from .function import Function, Origin
+from .function import Function, Source
+from .options import Options
 
 __version__ = "0.1.0"
 __all__ = ["compile", "from_sympy", "grad", "jacobian", "hessian", "value_and_grad", "derivative",
-           "where", "Function", "TraceError", "CompileError"]
+           "where", "Function", "Options", "TraceError", "CompileError"]
 
 
-def compile(f=None, shapes=None, *, dtype="float64"):
+def compile(f=None, shapes=None, *, dtype="float64", options=None):
     """Compile ``f`` (a plain Python function of real numbers/arrays) into a Function.
 
     ``shapes`` gives one core shape per positional argument: ``()`` for a scalar (the
     default), ``(n,)`` or ``(m, n)`` for arrays. Usable as ``@compile`` or
-    ``@compile(shapes=...)``. Tracing happens on first use."""
+    ``@compile(shapes=...)``. ``f`` is traced once, at the first call of the Function or
+    of any derivative taken from it; ``options`` (a symgrad.Options) tunes the code."""
     if f is None:
-        return lambda g: compile(g, shapes, dtype=dtype)
+        return lambda g: compile(g, shapes, dtype=dtype, options=options)
     if isinstance(f, Function):
         return f
     if not callable(f):
         raise TypeError(f"symgrad.compile expects a Python function, got {type(f).__name__}")
     from .signature import traced_params
     names, core = traced_params(f, shapes)  # check shapes against the signature now
-    name = re.sub(r"\W", "_", getattr(f, "__name__", "f")) or "f"
-    if name == "_lambda_":
+    name = getattr(f, "__name__", "f")
+    if name == "<lambda>":
         name = "lambda"
-
-    origin = Origin(f, shapes)
-
-    def make_program():
-        from .function import stage
-        from .trace import trace
-        origin.fingerprint()  # pinned before the trace reads globals that may change later
-        with stage(name, "trace"):
-            return trace(f, shapes)
-    return Function(name, make_program, dtype, args=tuple(zip(names, core)), origin=origin)
+    return Function(name, Source(f, shapes), dtype, args=tuple(zip(names, core)), options=options)
 
 
-def from_sympy(exprs, args, *, dtype="float64", name="sympy_f"):
+def from_sympy(exprs, args, *, dtype="float64", name="sympy_f", options=None):
     """A Function evaluating sympy expressions you already have.
 
     ``exprs``: an expression, a list, a Matrix or an Array (a one-column or one-row Matrix
@@ -56,17 +47,17 @@ def from_sympy(exprs, args, *, dtype="float64", name="sympy_f"):
     from .sympy_input import program_from_sympy
     with stage(name, "convert sympy expressions"):  # now: errors surface where they were made
         prog = program_from_sympy(exprs, args)
-    return Function(re.sub(r"\W", "_", name), lambda: prog, dtype,
-                    args=tuple((a.name, a.shape) for a in prog.args))
+    return Function(name, Source(program=prog), dtype, args=tuple((a.name, a.shape) for a in prog.args),
+                    options=options)
 
 
 def _verb(kind):
-    def verb(f, argnums=None, shapes=None, *, dtype="float64"):
-        F = compile(f, shapes, dtype=dtype)
+    def verb(f, argnums=None, shapes=None, *, dtype="float64", options=None):
+        F = compile(f, shapes, dtype=dtype, options=options)
         return F._derive(kind, argnums)
     verb.__name__ = kind
     verb.__doc__ = (f"``{kind}`` of ``f`` w.r.t. ``argnums`` (default: every argument) as a compiled "
-                    "Function; see Function.{kind}.")
+                    f"Function; see Function.{kind}.")
     return verb
 
 
@@ -76,12 +67,12 @@ hessian = _verb("hessian")
 value_and_grad = _verb("value_and_grad")
 
 
-def derivative(f, n=1, argnum=0, shapes=None, *, dtype="float64"):
+def derivative(f, n=1, argnum=0, shapes=None, *, dtype="float64", options=None):
     """n-th derivative of ``f`` w.r.t. its scalar argument ``argnum``, compiled."""
-    return compile(f, shapes, dtype=dtype).derivative(n, argnum)
+    return compile(f, shapes, dtype=dtype, options=options).derivative(n, argnum)
 
 
 def where(cond, a, b):
     """Traced select: ``a`` where ``cond`` holds, else ``b``. Use it instead of ``if`` on traced values."""
-    from .trace import where as _where
+    from .tracing import where as _where
     return _where(cond, a, b)

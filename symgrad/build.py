@@ -93,72 +93,75 @@ def flags(native=True, openmp=True, vector_math=VECTOR_MATH):
             + (("-lmvec",) if vector_math and openmp else ("-DSYMGRAD_NO_VECTOR_MATH",)))
 
 
-def cache_key(source, cdecl, build_flags):
+@lru_cache(maxsize=None)
+def toolchain():
+    """Everything besides the program that decides a kernel's binary: symgrad's own source
+    (a changed symgrad never reuses another's kernels), cffi, Python, compiler, flags, CPU."""
     import cffi
     h = hashlib.sha256()
+    root = Path(__file__).resolve().parent
+    for path in sorted(root.rglob("*.py")) + [csrc_dir() / "symgrad_rt.h"]:
+        h.update(path.name.encode() + b"\0" + path.read_bytes())
     for part in (VERSION, cffi.__version__, sys.implementation.cache_tag,
-                 sysconfig.get_config_var("EXT_SUFFIX") or "", " ".join(compiler()),
-                 " ".join(build_flags), machine(), cdecl, source):
+                 sysconfig.get_config_var("EXT_SUFFIX") or "", " ".join(compiler()), " ".join(flags()),
+                 machine()):
         h.update(part.encode() + b"\0")
-    h.update(_runtime_header())
-    return h.hexdigest()[:32]
+    return h.hexdigest()
 
 
-def build(source: str, cdecl: str, *, parts=(), extra_flags=(), native=True, openmp=True,
+def _path(key):
+    return cache_dir() / f"_sg_{key}{sysconfig.get_config_var('EXT_SUFFIX') or '.so'}"
+
+
+def _verified(lib, key):
+    """The library if it says it was built for ``key``, else None."""
+    try:
+        ok = lib.ffi.string(lib.lib.symgrad_key()).decode() == key
+    except (AttributeError, TypeError, UnicodeDecodeError):
+        ok = False
+    return lib if ok else None
+
+
+def build(key, source, cdecl, *, parts=(), extra_flags=(), native=True, openmp=True,
           vector_math=VECTOR_MATH):
-    """Return the cffi ``lib`` for ``source`` (plus translation units ``parts``), compiling
-    only when no cached copy exists."""
-    build_flags = flags(native, openmp, vector_math) + tuple(extra_flags)
-    key = cache_key(source + "".join(parts), cdecl, build_flags)
+    """The cffi library for ``source`` (plus translation units ``parts``), filed under
+    ``key``: loaded from the cache if it is there, else compiled and stored."""
     with _lock:
-        lib = _loaded.get(key)
+        lib = load(key)
         if lib is not None:
             return lib
-        path = cache_dir() / f"_sg_{key}{sysconfig.get_config_var('EXT_SUFFIX') or '.so'}"
-        if not path.exists():
-            try:
-                _compile(source, cdecl, key, path, build_flags, parts)
-            except CompileError as e:
-                msg = str(e).lower()
-                again = dict(parts=parts, extra_flags=extra_flags, native=native)
-                if vector_math and "mvec" in msg:  # no libmvec: scalar <math.h>
-                    return build(source, cdecl, openmp=openmp, vector_math=False, **again)
-                if openmp and "openmp" in msg:  # a compiler without OpenMP: go serial
-                    return build(source, cdecl, openmp=False, vector_math=False, **again)
-                raise
-        lib = _loaded[key] = _load(key, path)
-        lib._sg_key = key
+        build_flags = flags(native, openmp, vector_math) + tuple(extra_flags)
+        path = _path(key)
+        stamp = f'\nconst char *symgrad_key(void) {{ return "{key}"; }}\n'
+        try:
+            _compile(source + stamp, cdecl + "const char *symgrad_key(void);\n", key, path, build_flags, parts)
+        except CompileError as e:
+            msg = str(e).lower()
+            again = dict(parts=parts, extra_flags=extra_flags, native=native)
+            if vector_math and "mvec" in msg:  # no libmvec: scalar <math.h>
+                return build(key, source, cdecl, openmp=openmp, vector_math=False, **again)
+            if openmp and "openmp" in msg:  # a compiler without OpenMP: go serial
+                return build(key, source, cdecl, openmp=False, vector_math=False, **again)
+            raise
+        lib = _verified(_load(key, path), key)
+        if lib is None:
+            raise CompileError(f"the library built at {path} does not carry its key {key}")
+        _loaded[key] = lib
         return lib
 
 
-def load_cached(key):
+def load(key):
     """The library cached under ``key``, or None: never compiles."""
     with _lock:
         lib = _loaded.get(key)
         if lib is None:
-            path = cache_dir() / f"_sg_{key}{sysconfig.get_config_var('EXT_SUFFIX') or '.so'}"
+            path = _path(key)
             if not path.exists():
                 return None
-            lib = _loaded[key] = _load(key, path)
-            lib._sg_key = key
+            lib = _verified(_load(key, path), key)
+            if lib is not None:
+                _loaded[key] = lib
         return lib
-
-
-def index_get(fp):
-    """What an earlier process recorded for a function fingerprint (see fingerprint.py)."""
-    try:
-        with open(cache_dir() / "index" / f"{fp}.json") as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return None
-
-
-def index_put(fp, entry):
-    d = cache_dir() / "index"
-    d.mkdir(exist_ok=True, mode=0o700)
-    tmp = d / f".{fp}.{os.getpid()}.{threading.get_ident()}"
-    tmp.write_text(json.dumps(entry))
-    os.replace(tmp, d / f"{fp}.json")
 
 
 def _compile(source, cdecl, key, path, build_flags, parts=()):

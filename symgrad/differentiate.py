@@ -11,8 +11,7 @@ from collections import defaultdict
 
 import sympy as sp
 
-from . import config
-from .program import Output, Program, split
+from .symbolic import SymOutput, SymProgram, split
 
 
 def _wrt(prog, argnums):
@@ -93,42 +92,37 @@ def _reverse_rows(prog, exprs, wrt):
     return emit.body, rows
 
 
-def _closed_form(prog, strategy):
-    """The outputs in closed form where the expression strategy applies (by size when
-    ``strategy`` is None), else None."""
-    if strategy == "reverse":
-        return None
-    return prog.inlined(None if strategy == "expression" else config.INLINE_LIMIT)
+def _rows(prog, wrt, limit):
+    """(body, Jacobian rows of the outputs w.r.t. symbols ``wrt``, the outputs as differentiated).
 
-
-def _rows(prog, wrt, strategy):
-    """(body, Jacobian rows of the outputs w.r.t. symbols ``wrt``, the outputs as differentiated)."""
-    closed = _closed_form(prog, strategy)
+    Programs whose closed form has at most ``limit`` operations (None: any) are
+    differentiated as whole expressions, larger ones by reverse accumulation."""
+    closed = prog.inlined(limit) if limit != 0 else None
     if closed is not None:
         return (), [[sp.diff(y, w) for w in wrt] for y in closed], closed
     exprs = prog.output_exprs()
     return (*_reverse_rows(prog, exprs, wrt), exprs)
 
 
-def choose(prog):
+def choose(prog, limit):
     """'expression' for programs small enough to inline, else 'reverse'."""
-    return "expression" if _closed_form(prog, None) is not None else "reverse"
+    return "expression" if limit != 0 and prog.inlined(limit) is not None else "reverse"
 
 
-def grad(prog, argnums, strategy=None, with_value=False):
+def grad(prog, argnums, limit, with_value=False):
     _check_scalar(prog, "grad")
-    body, rows, values = _rows(prog, _wrt(prog, argnums), strategy)
+    body, rows, values = _rows(prog, _wrt(prog, argnums), limit)
     outs = [prog.args[i] for i in argnums]
-    outputs = split(rows[0], [Output("d_" + a.name, a.shape, ()) for a in outs])
+    outputs = split(rows[0], [SymOutput("d_" + a.name, a.shape, ()) for a in outs])
     if with_value:
-        outputs = (Output("value", (), (values[0],)),) + outputs
-    return Program(prog.args, tuple(body), outputs)
+        outputs = (SymOutput("value", (), (values[0],)),) + outputs
+    return SymProgram(prog.args, tuple(body), outputs)
 
 
-def jacobian(prog, argnums, strategy=None, prefix="jac_"):
+def jacobian(prog, argnums, limit, prefix="jac_"):
     wrt = _wrt(prog, argnums)
     outputs = []
-    body, rows, _ = _rows(prog, wrt, strategy)
+    body, rows, _ = _rows(prog, wrt, limit)
     for out_index, out in enumerate(prog.outputs):
         start = sum(o.size for o in prog.outputs[:out_index])
         block = rows[start:start + out.size]
@@ -136,27 +130,27 @@ def jacobian(prog, argnums, strategy=None, prefix="jac_"):
         for i in argnums:
             a = prog.args[i]
             flat = [r[j] for r in block for j in range(k, k + a.size)]
-            outputs.append(Output(f"{prefix}{out.name}_{a.name}" if len(prog.outputs) > 1
-                                  else f"{prefix}{a.name}", out.shape + a.shape, tuple(flat)))
+            outputs.append(SymOutput(f"{prefix}{out.name}_{a.name}" if len(prog.outputs) > 1
+                                     else f"{prefix}{a.name}", out.shape + a.shape, tuple(flat)))
             k += a.size
-    return Program(prog.args, tuple(body), tuple(outputs))
+    return SymProgram(prog.args, tuple(body), tuple(outputs))
 
 
-def hessian(prog, argnums, strategy=None):
+def hessian(prog, argnums, limit):
     """Second derivatives: the Jacobian of the gradient program (reverse over reverse)."""
-    g = grad(prog, argnums, strategy)
+    g = grad(prog, argnums, limit)
     # a closed-form gradient (no body) is differentiated in closed form again
-    h = jacobian(g, argnums, strategy or ("reverse" if g.body else "expression"), prefix="d2_")
+    h = jacobian(g, argnums, 0 if g.body else None, prefix="d2_")
     outs = []
     for gi, ai in enumerate(argnums):
         for aj in argnums:
             a, b = prog.args[ai], prog.args[aj]
             src = h.outputs[gi * len(argnums) + argnums.index(aj)]
-            outs.append(Output(f"d2_{a.name}_{b.name}", a.shape + b.shape, src.exprs))
+            outs.append(SymOutput(f"d2_{a.name}_{b.name}", a.shape + b.shape, src.exprs))
     return h.with_outputs(outs)
 
 
-def nth(prog, n, argnum, strategy=None):
+def nth(prog, n, argnum, limit):
     """n-th derivative of every output w.r.t. one scalar argument."""
     a = prog.args[argnum]
     if a.shape != ():
@@ -165,12 +159,12 @@ def nth(prog, n, argnum, strategy=None):
     if n < 0:
         raise ValueError(f"derivative order must be >= 0, got {n}")
     s = a.symbols[0]
-    closed = _closed_form(prog, strategy)
+    closed = prog.inlined(limit) if limit != 0 else None
     if closed is not None:
-        return Program(prog.args, (), split([sp.diff(e, s, n) for e in closed],
-                                            [Output(f"d{n}_{o.name}", o.shape, ()) for o in prog.outputs]))
+        return SymProgram(prog.args, (), split([sp.diff(e, s, n) for e in closed],
+                                               [SymOutput(f"d{n}_{o.name}", o.shape, ()) for o in prog.outputs]))
     cur = prog
     for _ in range(n):
         body, rows = _reverse_rows(cur, cur.output_exprs(), [s])
-        cur = Program(prog.args, tuple(body), split([r[0] for r in rows], cur.outputs))
-    return cur.with_outputs([Output(f"d{n}_{o.name}", o.shape, o.exprs) for o in cur.outputs])
+        cur = SymProgram(prog.args, tuple(body), split([r[0] for r in rows], cur.outputs))
+    return cur.with_outputs([SymOutput(f"d{n}_{o.name}", o.shape, o.exprs) for o in cur.outputs])

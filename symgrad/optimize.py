@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import sympy as sp
 
-from . import config
-from .program import Program, _nodes, split
+from .symbolic import SymProgram, nodes, split
 
 
-def optimize(prog: Program) -> Program:
+def optimize(prog: SymProgram, options) -> SymProgram:
     if not prog.body:
         prog = _cse(prog)
-    return _inline_single_use(_dead_code(prog))
+    return _inline_single_use(_dead_code(prog), options.max_inlined_nodes)
 
 
 def _cse(prog):
@@ -24,7 +23,7 @@ def _cse(prog):
         return prog
     temps = sp.numbered_symbols("c.", real=True)  # never a Python name
     body, reduced = sp.cse(exprs, symbols=temps, order="none")
-    return Program(prog.args, tuple(body), split(reduced, prog.outputs))
+    return SymProgram(prog.args, tuple(body), split(reduced, prog.outputs))
 
 
 def _dead_code(prog):
@@ -37,7 +36,7 @@ def _dead_code(prog):
             kept.append((t, e))
             needed |= e.free_symbols
     kept.reverse()
-    return Program(prog.args, tuple(kept), prog.outputs)
+    return SymProgram(prog.args, tuple(kept), prog.outputs)
 
 
 def _occurrences(e, counts, temps):
@@ -51,7 +50,7 @@ def _occurrences(e, counts, temps):
             stack.extend(x.args)
 
 
-def _inline_single_use(prog):
+def _inline_single_use(prog, max_nodes):
     temps = {t for t, _ in prog.body}
     counts = {}
     for _, e in prog.body:
@@ -61,10 +60,10 @@ def _inline_single_use(prog):
     env, body = {}, []
     for t, e in prog.body:
         e = e.xreplace(env) if any(s in env for s in e.free_symbols) else e
-        n = _nodes(e)
-        if counts.get(t, 0) == 1 and n <= config.MAX_INLINED_NODES:
+        n = nodes(e)
+        if counts.get(t, 0) == 1 and n <= max_nodes:
             env[t] = e
         else:
             body.append((t, e))
     outs = [e.xreplace(env) if env else e for e in prog.output_exprs()]
-    return Program(prog.args, tuple(body), split(outs, prog.outputs))
+    return SymProgram(prog.args, tuple(body), split(outs, prog.outputs))

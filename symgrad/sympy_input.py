@@ -1,8 +1,9 @@
 """sympy expressions a user already has -> Program (the tracer's output, by another road).
 
-The expression tree is turned into a straight-line program bottom-up, with identical
-subexpressions shared, so models from sympy.physics.mechanics (whose trees repeat
-subterms many times) become programs of the size of their DAG."""
+The expression tree is turned into the same plain-data program the tracer records,
+bottom-up, with identical subexpressions shared, so models from sympy.physics.mechanics
+(whose trees repeat subterms many times) become programs of the size of their DAG, and
+cache, pickle and differentiate like traced functions."""
 from __future__ import annotations
 
 import re
@@ -11,8 +12,10 @@ import numpy as np
 import sympy as sp
 from sympy.core.function import AppliedUndef
 
-from .program import Arg, Output, Program
-from .trace import Tracer
+from sympy.codegen import cfunctions as cf
+
+from . import realfns as R
+from .program import Arg, Builder, Output
 
 
 def _leaves(item):
@@ -52,57 +55,129 @@ def program_from_sympy(exprs, args):
     lists/Matrices of them for array arguments)."""
     if not isinstance(args, (list, tuple)):
         raise TypeError("args must be a list: one entry per argument (a symbol, or a list of symbols)")
-    replace, prog_args, taken = {}, [], set()
+    b = Builder()
+    memo, replace, prog_args, taken = {}, {}, [], set()
     for i, item in enumerate(args):
         leaves, shape = _leaves(item)
-        symbols = []
-        for leaf in leaves:
+        for j, leaf in enumerate(leaves):
             leaf = sp.sympify(leaf)
             if not (isinstance(leaf, (sp.Symbol, AppliedUndef))):
                 raise TypeError(f"argument {i}: {leaf} is not a symbol or dynamicsymbol")
             if leaf in replace:
                 raise ValueError(f"{leaf} appears twice in args")
-            base = re.sub(r"\W", "_", _name(leaf)) or "s"
-            name = base
-            while name in taken:
-                name += "_"
-            taken.add(name)
-            replace[leaf] = sp.Symbol(name, real=True)
-            symbols.append(replace[leaf])
-        arg_name = symbols[0].name if shape == () else f"arg{i}"
-        prog_args.append(Arg(arg_name, tuple(shape), tuple(symbols)))
+            replace[leaf] = sp.Dummy(real=True)
+            memo[replace[leaf]] = b.node("arg", i, j)
+        base = re.sub(r"\W", "_", _name(sp.sympify(leaves[0])) if shape == () else _common(leaves, i)) or "s"
+        name = base
+        while name in taken:
+            name += "_"
+        taken.add(name)
+        prog_args.append(Arg(name, tuple(shape)))
     arr = _output_array(exprs)
     flat = [sp.sympify(e).xreplace(replace) for e in arr.flat]
-    known = set(replace.values())
     for e in flat:
-        bad = e.atoms(sp.Derivative) | {s for s in e.free_symbols if s not in known}
+        bad = e.atoms(sp.Derivative) | {s for s in e.free_symbols if s not in memo}
         bad |= {f for f in e.atoms(AppliedUndef)}
         if bad:
             listed = ", ".join(sorted(map(str, bad))[:8])
             raise ValueError(f"the expressions depend on {listed}, which are not in args: pass them as "
                              "arguments, or substitute numbers first (expr.subs({...}))")
-    tracer = Tracer()
-    memo = {}
-    outs = [_record(e, tracer, memo) for e in flat]
-    return Program(tuple(prog_args), tuple(tracer.body), (Output("out", arr.shape, tuple(outs)),))
+    outs = tuple(_record(e, b, memo) for e in flat)
+    return b.program(prog_args, [Output("out", arr.shape, outs)])
 
 
-def _record(root, tracer, memo):
-    """Post-order walk: each distinct subexpression becomes one assignment."""
+def _common(leaves, i):
+    """An array argument's name: its symbols' common stem (q for q0, q1, ...), else argI."""
+    names = [_name(sp.sympify(x)) for x in leaves]
+    stem = re.match(r"[A-Za-z_]+", names[0])
+    stem = stem.group(0).rstrip("_") if stem else ""
+    return stem if stem and all(n.startswith(stem) for n in names) else f"arg{i}"
+
+
+_FUNCS = {
+    sp.sin: "sin", sp.cos: "cos", sp.tan: "tan", sp.asin: "asin", sp.acos: "acos", sp.atan: "atan",
+    sp.sinh: "sinh", sp.cosh: "cosh", sp.tanh: "tanh", sp.asinh: "asinh", sp.acosh: "acosh",
+    sp.atanh: "atanh", sp.exp: "exp", sp.log: "log", sp.erf: "erf", sp.erfc: "erfc", sp.gamma: "gamma",
+    sp.loggamma: "lgamma", sp.Abs: "abs", sp.sign: "sign", sp.floor: "floor", sp.ceiling: "ceil",
+    sp.atan2: "atan2", cf.expm1: "expm1", cf.log1p: "log1p", cf.exp2: "exp2", cf.log2: "log2",
+    cf.log10: "log10", cf.Cbrt: "cbrt", cf.hypot: "hypot", R.Abs: "abs", R.Sign: "sign",
+    R.Floor: "floor", R.Ceiling: "ceil", R.Trunc: "trunc", R.Cbrt: "cbrt", R.copysign: "copysign",
+}
+_RELATIONS = {sp.StrictLessThan: "lt", sp.LessThan: "le", sp.StrictGreaterThan: "gt",
+              sp.GreaterThan: "ge", sp.Equality: "eq", sp.Unequality: "ne"}
+_NAMED = {sp.pi: "pi", sp.E: "E", sp.EulerGamma: "EulerGamma"}
+
+
+def _number(e, b):
+    if e in _NAMED:
+        return b.node("const", "s", _NAMED[e])
+    if e.is_Integer:
+        return b.const(int(e))
+    if e.is_Rational:
+        return b.node("const", "q", int(e.p), int(e.q))
+    if e is sp.nan or e.is_infinite:
+        return b.const(float(e))
+    if e.is_Float:
+        v = float(e)
+        return b.const(v) if sp.Float(v, e._prec) == e else b.node("const", "q", *sp.Rational(e).as_numer_denom())
+    if e is sp.true or e is sp.false:
+        return b.const(int(bool(e)))
+    raise ValueError(f"from_sympy cannot evaluate the number {e} ({type(e).__name__})")
+
+
+def _node(e, args, b):
+    """The node of sympy expression ``e`` whose arguments have nodes ``args``."""
+    f = e.func
+    if f is sp.Add or f is sp.Mul:
+        op = "add" if f is sp.Add else "mul"
+        acc = args[0]
+        for a in args[1:]:
+            acc = b.node(op, acc, a)
+        return acc
+    if f is sp.Pow:
+        return b.node("pow", *args)
+    if f in _FUNCS:
+        return b.node(_FUNCS[f], *args)
+    if f in _RELATIONS:
+        return b.node(_RELATIONS[f], *args)
+    if f in (sp.And, sp.Or):
+        acc = args[0]
+        for a in args[1:]:
+            acc = b.node("and" if f is sp.And else "or", acc, a)
+        return acc
+    if f is sp.Not:
+        return b.node("not", *args)
+    if f in (sp.Max, sp.Min):  # n-ary, as a chain of selects
+        acc = args[0]
+        for a in args[1:]:
+            acc = b.node("select", b.node("gt" if f is sp.Max else "lt", a, acc), a, acc)
+        return acc
+    if f is sp.Piecewise:
+        acc = b.const(float("nan"))
+        for value, cond in reversed(list(zip(args[::2], args[1::2]))):
+            acc = b.node("select", cond, value, acc)
+        return acc
+    raise ValueError(f"from_sympy cannot evaluate {f.__name__} (in {e}): write it with functions "
+                     "symgrad knows (elementary functions, Piecewise, Min/Max)")
+
+
+def _record(root, b, memo):
+    """Post-order walk: each distinct subexpression becomes one node."""
     stack = [(root, False)]
     while stack:
         e, ready = stack.pop()
         if e in memo:
             continue
-        if e.is_Atom:
-            memo[e] = e
+        if e.is_Number or e in _NAMED or e is sp.true or e is sp.false:
+            memo[e] = _number(e, b)
         elif not ready:
             stack.append((e, True))
             stack.extend((a, False) for a in e.args if a not in memo)
         else:
-            args = [memo[a] for a in e.args]
-            new = e if all(a is b for a, b in zip(args, e.args)) else e.func(*args)
-            # only numbers become assignments: conditions and Piecewise pairs stay inline
-            value = isinstance(new, sp.Expr) and not isinstance(new, sp.functions.elementary.piecewise.ExprCondPair)
-            memo[e] = tracer.record(new) if value else new
+            args = []
+            for a in e.args:
+                v = memo[a]
+                args.extend(v) if isinstance(v, list) else args.append(v)
+            memo[e] = _node(e, args, b) if e.func is not sp.functions.elementary.piecewise.ExprCondPair \
+                else args
     return memo[root]

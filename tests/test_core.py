@@ -8,7 +8,6 @@ import sympy as sp
 from scipy.optimize import rosen, rosen_der, rosen_hess
 
 import symgrad
-from symgrad import config
 
 
 def seed(x):
@@ -17,13 +16,6 @@ def seed(x):
 
 X = sp.Symbol("x")
 SEED = 64 * X * (1 - X) * (1 - 2 * X) ** 2 * (1 - 8 * X + 8 * X * X) ** 2
-
-
-@pytest.fixture(params=["expression", "reverse"])
-def strategy(request, monkeypatch):
-    """Run a test through both differentiation strategies (closed form and reverse accumulation)."""
-    monkeypatch.setattr(config, "INLINE_LIMIT", 10**9 if request.param == "expression" else 0)
-    return request.param
 
 
 def mp_eval(expr, *points, dps=40):

@@ -8,16 +8,17 @@ import pytest
 import sympy as sp
 
 import symgrad
-from symgrad import build, config
-from symgrad.function import _Stores
+from symgrad import build
+from symgrad.calling import Stores as _Stores
 from symgrad.optimize import optimize
+from symgrad.options import DEFAULT
 from symgrad.render import TARGETS, render
 
 
 def compiled(F, vector_bits):
     """The batch entry point of Function F's kernel rendered for ``vector_bits``-bit blocks."""
-    k = render(optimize(F.program), F.c_name, TARGETS["c", str(F.dtype)], vector_bits)
-    mod = build.build(k.source, k.cdecl, parts=k.parts, extra_flags=k.cflags)
+    k = render(optimize(F.symbolic(), F.options), F.c_name, TARGETS["c", str(F.dtype)], vector_bits, F.options)
+    mod = build.build(f"{F.key}_{vector_bits}", k.source, k.cdecl, parts=k.parts, extra_flags=k.cflags)
     return k, mod.ffi, getattr(mod.lib, F.c_name + "_batch")
 
 
@@ -97,7 +98,7 @@ def test_fixed_entries_of_array_results_in_every_path(dtype):
     assert "_fill_" in H.c_source  # some groups of four entries are numbers only
     rng = np.random.default_rng(5)
     itemsize = np.dtype(dtype).itemsize
-    n = config.STREAM_BYTES // (64 * itemsize) + 13  # large enough for the tiles, with a tail
+    n = DEFAULT.stream_bytes // (64 * itemsize) + 13  # large enough for the tiles, with a tail
     x = rng.uniform(-1, 1, (n, 8)).astype(dtype)
     tol = 1e-5 if dtype == "float32" else 1e-13
     big = H(x)
@@ -107,7 +108,7 @@ def test_fixed_entries_of_array_results_in_every_path(dtype):
         np.testing.assert_array_equal(H(x[k]), big[k])
     small = H(x[:37])
     np.testing.assert_array_equal(small, big[:37])
-    plan = H._lib
+    plan = H.plan
     assert plan.stores is not None
     for mode in (1, 2, 0):  # non-temporal, plain stores, blocks straight out: the same bytes
         plan.stores.force = mode
@@ -127,17 +128,17 @@ def test_results_that_are_numbers_only():
     def q(x):
         return 0.5 * sum(A[i, j] * x[i] * x[j] for i in range(5) for j in range(5))
     H = symgrad.compile(q, shapes=[(5,)]).hessian
-    x = np.random.default_rng(6).normal(size=(config.STREAM_BYTES // 200 + 3, 5))
+    x = np.random.default_rng(6).normal(size=(DEFAULT.stream_bytes // 200 + 3, 5))
     np.testing.assert_array_equal(H(x), np.broadcast_to(A, (len(x), 5, 5)))
     np.testing.assert_array_equal(H(x[:3]), np.broadcast_to(A, (3, 5, 5)))
 
 
 def test_store_modes_of_single_results_give_the_same_bytes():
     G = symgrad.compile(seed).grad
-    n = config.STREAM_BYTES // 8 + 77
+    n = DEFAULT.stream_bytes // 8 + 77
     x = np.random.default_rng(7).uniform(-1.5, 2.5, n)
     ref = G(x)
-    plan = G._lib
+    plan = G.plan
     for mode in (1, 2, 0):
         plan.stores.force = mode
         np.testing.assert_array_equal(G(x), ref)
@@ -170,12 +171,12 @@ def test_store_policy_tries_every_mode_then_keeps_the_fastest_and_rechecks():
 def test_large_calls_feed_the_store_policy_and_derived_functions_keep_it():
     F = symgrad.compile(seed)
     assert F.grad is F.grad  # one derived Function, one loaded kernel, one policy
-    x = np.random.default_rng(11).uniform(-1.5, 2.5, config.STREAM_BYTES // 8 + 5)
+    x = np.random.default_rng(11).uniform(-1.5, 2.5, DEFAULT.stream_bytes // 8 + 5)
     ref = F.grad(x)
     calls = 1 + len(_Stores.MODES) * _Stores.TRIALS
     for _ in range(calls - 1):
         np.testing.assert_array_equal(F.grad(x), ref)
-    stores = F.grad._lib.stores
+    stores = F.grad.plan.stores
     assert sum(stores.used.values()) == calls
     assert all(stores.used[m] >= _Stores.TRIALS for m in _Stores.MODES)
 
@@ -183,9 +184,9 @@ def test_large_calls_feed_the_store_policy_and_derived_functions_keep_it():
 def test_small_batches_take_no_store_policy():
     G = symgrad.compile(seed).grad
     G(np.ones(10))
-    before = list(G._lib.stores.recent[1])
+    before = list(G.plan.stores.recent[1])
     G(np.ones(1000))
-    assert G._lib.stores.recent[1] == before  # below STREAM_BYTES: plain blocks, nothing timed
+    assert G.plan.stores.recent[1] == before  # below STREAM_BYTES: plain blocks, nothing timed
 
 
 def test_function_of_no_arguments():
@@ -220,10 +221,10 @@ def test_tiles_are_whole_cache_lines_of_every_result(shape):
         return sum(math.sin(x[i]) * x[(i + 1) % len(x)] for i in range(len(x)))
     F = symgrad.compile(f, shapes=[shape])
     V = F.value_and_grad
-    n = config.STREAM_BYTES // (8 * shape[0]) + 29
+    n = DEFAULT.stream_bytes // (8 * shape[0]) + 29
     x = np.random.default_rng(10).uniform(-2, 2, (n,) + shape)
     v, g = V(x)
-    plan = V._lib
+    plan = V.plan
     for mode in (1, 2, 0):
         plan.stores.force = mode
         v2, g2 = V(x)

@@ -9,7 +9,7 @@ import pytest
 import sympy as sp
 
 import symgrad
-from symgrad import config
+from symgrad import function
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "examples"))
@@ -37,19 +37,12 @@ def test_large_gradient_matches_analytic_forces():
     atoms = 12  # 66 pairs: the reverse-accumulation path, several C segments
     F = symgrad.compile(lambda p: bench_cases.lj(p, atoms), [(3 * atoms,)])
     from symgrad.differentiate import choose
-    assert choose(F.program) == "reverse"
+    assert choose(F.symbolic(), F.options.inline_limit) == "reverse"
     G = F.grad
     p = lj_inputs(atoms, 50, 0)
     np.testing.assert_allclose(G(p), lj_forces(p, atoms), rtol=1e-11, atol=1e-9)
 
 
-@pytest.fixture
-def strategy(request, monkeypatch):
-    monkeypatch.setattr(config, "INLINE_LIMIT", 10**9 if request.param == "expression" else 0)
-    return request.param
-
-
-@pytest.mark.parametrize("strategy", ["expression", "reverse"], indirect=True)
 def test_small_lj_both_strategies_agree_with_analytic(strategy):
     G = symgrad.compile(lambda p: bench_cases.lj(p, 4), [(12,)]).grad
     p = lj_inputs(4, 20, 1)
@@ -59,9 +52,8 @@ def test_small_lj_both_strategies_agree_with_analytic(strategy):
 def test_segmented_kernel_is_bitwise_the_single_function_kernel(monkeypatch):
     p = lj_inputs(5, 33, 2)
     whole = symgrad.compile(lambda p: bench_cases.lj(p, 5), [(15,)]).grad(p)
-    monkeypatch.setattr(config, "MAX_SEGMENT", 7)
-    monkeypatch.setattr(config, "SEGMENTS_PER_UNIT", 2)
-    F = symgrad.compile(lambda p: bench_cases.lj(p, 5), [(15,)]).grad
+    opts = symgrad.Options(max_segment=7, segments_per_unit=2)
+    F = symgrad.compile(lambda p: bench_cases.lj(p, 5), [(15,)], options=opts).grad
     assert len(F.kernel.parts) > 3  # several translation units, compiled in parallel
     np.testing.assert_array_equal(F(p), whole)
 
@@ -121,14 +113,14 @@ def test_from_sympy_shapes_and_errors():
 def test_progress_lines_for_slow_stages_and_silencing(monkeypatch, caplog):
     logger = logging.getLogger("symgrad.progress")
     monkeypatch.setattr(logger, "propagate", True)
-    monkeypatch.setattr(config, "PROGRESS_SECONDS", 0.0)
+    monkeypatch.setattr(function, "PROGRESS_SECONDS", 0.0)
     with caplog.at_level(logging.INFO, logger="symgrad.progress"):
         symgrad.compile(lambda p: bench_cases.lj(p, 3), [(9,)]).grad(lj_inputs(3, 2, 5))
     stages = " ".join(r.getMessage() for r in caplog.records)
     for what in ("trace", "differentiate", "optimize", "generate C", "C compile"):
         assert what in stages
     caplog.clear()
-    monkeypatch.setattr(config, "PROGRESS_SECONDS", None)
+    monkeypatch.setattr(function, "PROGRESS_SECONDS", None)
     with caplog.at_level(logging.INFO, logger="symgrad.progress"):
         symgrad.compile(lambda p: bench_cases.lj(p, 2), [(6,)]).grad(lj_inputs(2, 2, 5))
     assert not caplog.records

@@ -102,7 +102,7 @@ BATCH = """
     x = np.random.default_rng(1).uniform(-2, 2, (20_011, 8))
     hs = [H(x)]
     for mode in (1, 2, 0):
-        H._lib.stores.force = mode
+        H.plan.stores.force = mode
         hs.append(H(x))
     print(hashlib.sha256(g.tobytes() + b"".join(h.tobytes() for h in hs)).hexdigest())
     print("sympy" in sys.modules)
@@ -117,7 +117,7 @@ def test_threads_on_and_off_and_cache_warm_or_cold_give_identical_results(tmp_pa
     many = _run(BATCH, {"SYMGRAD_CACHE_DIR": cache, "OMP_NUM_THREADS": "7"}, tmp_path)
     assert cold[0] == warm[0] == serial[0] == many[0]
     assert cold[1] == "True"   # the first process traced (sympy)
-    assert warm[1] == "False"  # later ones loaded the kernel by fingerprint alone
+    assert warm[1] == "False"  # later ones traced and loaded the kernel, without sympy
 
 
 MODEL_V1 = """
@@ -157,24 +157,27 @@ def test_cache_invalidated_when_helper_or_constant_changes(tmp_path):
     assert run(MODEL_V1.replace("math.sin(x)", "math.cos(x)"), 3.0) == near(-2.0 * math.sin(0.5) + 3.0)
 
 
-def test_fingerprint_tracks_closures_defaults_and_arrays():
-    from symgrad.fingerprint import fingerprint
+def test_program_key_tracks_closures_defaults_arrays_and_objects():
+    def key(f):
+        return symgrad.compile(f).program.key
 
     def make(c, w):
         def f(x, k=c):
             return k * x + np.dot(w, w) * x
         return f
     w = np.arange(3.0)
-    base = fingerprint(make(2.0, w))
-    assert base is not None and base == fingerprint(make(2.0, w.copy()))
-    assert fingerprint(make(2.5, w)) != base
-    assert fingerprint(make(2.0, w + 1)) != base
+    base = key(make(2.0, w))
+    assert base == key(make(2.0, w.copy()))
+    assert key(make(2.5, w)) != base
+    assert key(make(2.0, w + 1)) != base
 
     class Opaque:
         __slots__ = ("v",)
     o = Opaque()
     o.v = 1.0
-    assert fingerprint(lambda x: x * o.v) is None  # cannot be summarised: always traced
+    k1 = key(lambda x: x * o.v)
+    o.v = 2.0
+    assert key(lambda x: x * o.v) != k1
 
 
 def test_streamed_results_of_large_batches_equal_small_batches():
@@ -217,14 +220,14 @@ def test_streamed_single_results_at_every_alignment(dtype):
     x = np.random.default_rng(8).uniform(-1.5, 2.5, n).astype(dtype)
     ref = np.concatenate([G(x[k:k + 1000]) for k in range(0, n, 1000)])
     for mode in (1, 2, 0):
-        G._lib.stores.force = mode
+        G.plan.stores.force = mode
         for offset in range(64 // itemsize):
             buf = np.full(n + 64 // itemsize, np.nan, dtype)
             out = buf[offset:offset + n]
             assert G(x, out=out) is out
             np.testing.assert_array_equal(out, ref)
             assert np.isnan(buf[:offset]).all() and np.isnan(buf[offset + n:]).all()  # nothing outside
-    G._lib.stores.force = None
+    G.plan.stores.force = None
     # an array not even aligned to its item size (a byte buffer at offset 1)
     raw = np.frombuffer(bytearray(n * itemsize + 1), dtype=dtype, offset=1, count=n)
     np.testing.assert_array_equal(G(x, out=raw), ref)

@@ -96,7 +96,7 @@ def _assert_strategy(F, strategy):
         from symgrad.differentiate import choose
     except ImportError:
         return
-    assert choose(F.program) == strategy
+    assert choose(F.symbolic(), F.options.inline_limit) == strategy
 
 
 def test_deep_chain_reverse_mode():
@@ -882,7 +882,7 @@ def test_kink_helper_other_module():
     xs = np.array([-0.5, -1e-9, 1e-9, 0.4999999, 0.5000001, 0.9999999, 1.0000001, 2.0])
     close(F(xs), [max(t, 0.0) + min(t * t, 1.0) + abs(t - 0.5) for t in xs])
     d = [(1 if t > 0 else 0) + (2 * t if abs(t) < 1 else 0) + (1 if t > 0.5 else -1) for t in xs]
-    close(F.grad(xs), d)
+    close(F.grad(xs), d, atol=4.5e-16)  # terms of magnitude 1 cancel: a few ulp of 1
 
 
 # =====================================================================================

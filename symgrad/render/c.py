@@ -13,8 +13,10 @@ import sympy as sp
 from sympy.codegen.ast import float32, real
 from sympy.printing.c import C99CodePrinter
 
-from .. import config
+from sympy.codegen.cfunctions import exp2, expm1, hypot, log1p, log2, log10
+
 from ..errors import CompileError
+from ..realfns import RealFunction
 
 # Kernel-internal C names are "n", "i", "t<k>" and "sg_*"; user names are kept clear of them.
 _C_RESERVED = set(C99CodePrinter.reserved_words) | {"n", "i", "restrict", "inline"}
@@ -40,12 +42,12 @@ TARGETS = {
 class Printer(C99CodePrinter):
     """C99 printer with symgrad's names, literal constants and multiplication powers."""
 
-    def __init__(self, names, target):
+    def __init__(self, names, target, options):
         settings = {"order": "none"}  # print terms in sympy's stored order: no costly sorting
         if target.real == "float":
             settings["type_aliases"] = {real: float32}
         super().__init__(settings)
-        self.names, self.target = names, target
+        self.names, self.target, self.options = names, target, options
 
     def _print_Symbol(self, s):
         try:
@@ -87,12 +89,12 @@ class Printer(C99CodePrinter):
 
     def _print_Pow(self, e):
         b, x = e.args
-        if x.is_Integer and 1 < abs(x) <= config.MAX_MUL_POW:
+        if x.is_Integer and 1 < abs(x) <= self.options.max_mul_pow:
             s = self._ipow(self.parenthesize(b, 50), abs(int(x)))
             return s if x > 0 else f"{self._one()}/{s}"
         if x == -1:
             return f"{self._one()}/{self.parenthesize(b, 50)}"
-        if x.is_Rational and x.q in (2, 3) and abs(x.p) <= config.MAX_MUL_POW:
+        if x.is_Rational and x.q in (2, 3) and abs(x.p) <= self.options.max_mul_pow:
             root = f"{'sqrt' if x.q == 2 else 'cbrt'}{self._suffix()}({self._print(b)})"
             s = self._ipow(root, abs(int(x.p)))
             return s if x > 0 else f"{self._one()}/{s}"
@@ -123,11 +125,36 @@ class Printer(C99CodePrinter):
         m, x = e.args
         return f"symgrad_polygamma({self._print(m)}, {self._print(x)})"
 
+    def _call(self, fn, e):
+        return f"{fn}{self._suffix()}({', '.join(self._print(a) for a in e.args)})"
+
     def _print_Floor(self, e):
-        return f"floor{self._suffix()}({self._print(e.args[0])})"
+        return self._call("floor", e)
 
     def _print_Ceiling(self, e):
-        return f"ceil{self._suffix()}({self._print(e.args[0])})"
+        return self._call("ceil", e)
+
+    def _print_Trunc(self, e):
+        return self._call("trunc", e)
+
+    def _print_Cbrt(self, e):
+        return self._call("cbrt", e)
+
+    def _print_Abs(self, e):
+        return self._call("fabs", e)
+
+    def _print_Sign(self, e):
+        x = self._print(e.args[0])  # numpy's sign: 0 for either zero, nan for nan
+        return f"(({x}) > 0 ? 1 : (({x}) < 0 ? -1 : (({x}) == 0 ? 0 : ({x}))))"
+
+    def _print_Infinity(self, e):
+        return "INFINITY"
+
+    def _print_NegativeInfinity(self, e):
+        return "(-INFINITY)"
+
+    def _print_NaN(self, e):
+        return "NAN"
 
     def _print_copysign(self, e):
         return f"copysign{self._suffix()}({self._print(e.args[0])}, {self._print(e.args[1])})"
@@ -139,14 +166,40 @@ class Printer(C99CodePrinter):
         x = self._print(e.args[0])
         return f"(({x}) > 0 ? {self._one()} : (({x}) < 0 ? 0 : 0.5))"
 
-    def _print_ComplexInfinity(self, e):
-        return "NAN"
-
     def emptyPrinter(self, e):
         raise CompileError(f"symgrad cannot print {type(e).__name__} in C: {e}")
 
     def _print_not_supported(self, e):
         raise CompileError(f"symgrad cannot print {type(e).__name__} in C: {e}")
+
+
+# What may reach the printer: real arithmetic, real functions, conditions. Anything else
+# (I, re, im, arg, zoo, an unevaluated Derivative) means a rule upstream left the reals.
+_REAL = (sp.Symbol, sp.Integer, sp.Rational, sp.Float, sp.Add, sp.Mul, sp.Pow, sp.Piecewise,
+         sp.functions.elementary.piecewise.ExprCondPair, sp.core.relational.Relational,
+         sp.logic.boolalg.BooleanFunction, sp.logic.boolalg.BooleanAtom, RealFunction,
+         sp.sin, sp.cos, sp.tan, sp.asin, sp.acos, sp.atan, sp.atan2, sp.sinh, sp.cosh, sp.tanh,
+         sp.asinh, sp.acosh, sp.atanh, sp.exp, sp.log, sp.erf, sp.erfc, sp.gamma, sp.loggamma,
+         sp.polygamma, sp.Heaviside, sp.DiracDelta, hypot, expm1, exp2, log1p, log2, log10)
+_REAL_ATOMS = (sp.core.numbers.NaN, sp.core.numbers.Infinity, sp.core.numbers.NegativeInfinity,
+               sp.core.numbers.Pi, sp.core.numbers.Exp1, sp.core.numbers.EulerGamma)
+
+
+def check_real(prog, name):
+    """Raise CompileError unless every expression is real arithmetic symgrad can print."""
+    seen = set()
+    stack = [e for _, e in prog.body] + prog.output_exprs()
+    while stack:
+        e = stack.pop()
+        if e in seen:
+            continue
+        seen.add(e)
+        if isinstance(e, _REAL_ATOMS) or (isinstance(e, _REAL) and not isinstance(e, sp.Number)) or \
+                (isinstance(e, sp.Number) and e.is_extended_real):
+            stack.extend(e.args)
+            continue
+        raise CompileError(f"{name}: the derivative holds {type(e).__name__} ({e}), which is not a real "
+                           "function symgrad can print; this is a bug in symgrad, please report it")
 
 
 @dataclass(frozen=True)
@@ -176,7 +229,7 @@ def _cname(name, taken, prefix=""):
     return base
 
 
-def render(prog, name, target: Target, vector_bits=256) -> Kernel:
+def render(prog, name, target: Target, vector_bits, options) -> Kernel:
     """Print a Program as a C kernel named ``name`` (see Kernel), for a CPU whose widest SIMD
     registers have ``vector_bits``. A kernel of scalars only then takes blocks of a whole
     512-bit register; array arguments and results keep 256-bit blocks, whose 4x4 transposes
@@ -195,11 +248,12 @@ def render(prog, name, target: Target, vector_bits=256) -> Kernel:
     ops = prog.count_ops()
     plain = [f"const {T} *{c}" for c in arg_names] + [f"{T} *{c}" for c in res_names]
     sizes = [a.size for a in prog.args] + [o.size for o in prog.outputs]
-    layout = _Layout(prog, res_names, Printer({}, target))
-    src, parts, nseg, scratch = _omp_segments(prog, name, target, arg_names, res_names, layout.skip)
+    check_real(prog, name)
+    layout = _Layout(prog, res_names, Printer({}, target, options))
+    src, parts, nseg, scratch = _omp_segments(prog, name, target, arg_names, res_names, layout.skip, options)
     scalar = all(a.shape == () for a in prog.args)
-    src += _omp_entry_points(name, target, arg_names, res_names, sizes, plain, ops, _cost(prog, ops), nseg,
-                             scratch, scalar, layout)
+    src += _omp_entry_points(name, target, arg_names, res_names, sizes, plain, ops, _cost(prog, ops, options), nseg,
+                             scratch, scalar, layout, options)
     cdecl = (f"void {name}({', '.join(plain)});\n"
              f"void {name}_batch(int64_t n, int mode, {', '.join(plain)});\n"
              f"int {name}_streams(void);\n")
@@ -209,14 +263,14 @@ def render(prog, name, target: Target, vector_bits=256) -> Kernel:
     head = f"/* {name}: generated by symgrad */\n#include \"symgrad_rt.h\"\n\n"
     # Past LARGE_KERNEL_OPS, -O1 with SIMD lanes: on straight-line code -O3 adds much
     # compile time and little speed.
-    cflags = (("-O1", "-ftree-vectorize") if ops > config.LARGE_KERNEL_OPS else ()) + (target.wide_flags if wide else ())
+    cflags = (("-O1", "-ftree-vectorize") if ops > options.large_kernel_ops else ()) + (target.wide_flags if wide else ())
     unit = f"/* {name}: segments, generated by symgrad */\n#define SYMGRAD_SEGMENT_UNIT\n#include \"symgrad_rt.h\"\n\n"
     return Kernel(name, head + "\n".join(src), cdecl, ops, tuple(unit + "\n".join(p) for p in parts),
                   cflags)
 
 
-def _omp_segments(prog, name, target, arg_names, res_names, skip):
-    """The per-point code as segments of at most config.MAX_SEGMENT statements.
+def _omp_segments(prog, name, target, arg_names, res_names, skip, options):
+    """The per-point code as segments of at most options.max_segment statements.
 
     Each segment runs its own SIMD loop over the lanes of a block in its own function, so
     the C compiler's register allocation (superlinear in function size) stays cheap for
@@ -232,7 +286,7 @@ def _omp_segments(prog, name, target, arg_names, res_names, skip):
     segs, current, here, loads = [], [], set(), set()
     for t, e in stmts:
         new = {s for s in e.free_symbols if s in temps and s not in here and s not in loads}
-        if current and len(current) + len(loads) + len(new) >= config.MAX_SEGMENT:
+        if current and len(current) + len(loads) + len(new) >= options.max_segment:
             segs.append(current)
             current, here, loads = [], set(), set()
             new = {s for s in e.free_symbols if s in temps}
@@ -269,7 +323,7 @@ def _omp_segments(prog, name, target, arg_names, res_names, skip):
         lines = [f"    const {T} {inputs[s]} = {where[s]};" for s in prog.input_symbols() if s in used]
         lines += [f"    const {T} t{number[t]} = {where[t]};" for t in sorted(used & slot.keys(), key=number.get)
                   if home[t] < i]
-        p = Printer(names, target)
+        p = Printer(names, target, options)
         for t, e in seg:
             if t in number:
                 lines.append(f"    const {T} t{number[t]} = {p.doprint(e)};")
@@ -279,7 +333,7 @@ def _omp_segments(prog, name, target, arg_names, res_names, skip):
                 c, k = t
                 lines.append(f"    {c}[{k * W}] = {p.doprint(e)};")
         # Small kernels inline all the way into the batch loop (constants stay in registers).
-        kind = "SYMGRAD_HIDDEN" if multi else "static inline" if len(seg) <= config.INLINE_SEGMENT else \
+        kind = "SYMGRAD_HIDDEN" if multi else "static inline" if len(seg) <= options.inline_segment else \
             "static SYMGRAD_NOINLINE"
         src.append([f"SYMGRAD_ALWAYS_INLINE void {name}_s{i}({', '.join(params)}) {{", *lines, "}", "",
                     f"{kind} void {name}_l{i}({', '.join(params)}) {{",
@@ -290,25 +344,25 @@ def _omp_segments(prog, name, target, arg_names, res_names, skip):
         return src[0], [], 1, scratch
     # Several segments: each group of segments is its own translation unit (compiled in
     # parallel); the main unit declares their lane functions.
-    per = config.SEGMENTS_PER_UNIT
+    per = options.segments_per_unit
     chunks = [[line for seg in src[k:k + per] for line in seg] for k in range(0, len(src), per)]
     protos = [f"SYMGRAD_HIDDEN void {name}_l{i}({', '.join(params)});" for i in range(len(segs))]
     return protos + [""], chunks, len(segs), scratch
 
 
-def _cost(prog, ops):
+def _cost(prog, ops, options):
     """``ops`` operations per point with calls of elementary functions weighted as
-    config.CALL_COST: the arithmetic side of the compute/memory balance."""
+    options.call_cost: the arithmetic side of the compute/memory balance."""
     calls = sum(1 for e in prog.output_exprs() + [e for _, e in prog.body]
                 for x in sp.preorder_traversal(e) if isinstance(x, sp.Function)
                 or (isinstance(x, sp.Pow) and not x.exp.is_Integer))
-    return ops + (config.CALL_COST - 1) * calls
+    return ops + (options.call_cost - 1) * calls
 
 
-def _local(T, name, count):
+def _local(T, name, count, options):
     """Declaration (and release) of a local array: on the stack while small, else on the heap,
     so that kernels of large arrays never overflow a thread's stack."""
-    if count * 8 <= config.MAX_STACK_BYTES:
+    if count * 8 <= options.max_stack_bytes:
         return (f"    {T} {name}[{count}];",)
     return (f"    {T} *{name} = ({T} *)symgrad_alloc({count} * sizeof({T}));", f"    free({name});")
 
@@ -345,7 +399,7 @@ def _runs(groups):
 
 
 def _omp_entry_points(name, target, arg_names, res_names, sizes, plain, ops, cost, nseg, scratch, scalar,
-                      layout):
+                      layout, options):
     """Block, tile, tail, one-point, batch and scalar entry points around the segments."""
     T, W = target.real, target.block
     names = arg_names + res_names
@@ -370,22 +424,22 @@ def _omp_entry_points(name, target, arg_names, res_names, sizes, plain, ops, cos
     soa = [c if s == 1 else f"sg_soa_{c}" for c, s in zip(names, sizes)] + ["sg_t"]
     block_locals = [("sg_t", scratch)] + [(f"sg_soa_{c}", W * s) for c, s in zip(names, sizes) if s > 1]
     block = [f"static inline void {name}_block({', '.join(params)}, int sg_fill) {{"]
-    block += [_local(T, v, n)[0] for v, n in block_locals]
+    block += [_local(T, v, n, options)[0] for v, n in block_locals]
     block += [f"    symgrad_transpose_{T}({c}, {s}, sg_soa_{c}, {W});" for c, s in zip(arg_names, sizes) if s > 1]
     block += [f"    {name}_l{i}({', '.join(soa)});" for i in range(nseg)]
     block += [f"    symgrad_untranspose_{T}(sg_soa_{c} + {a * W}, {b - a}, {res_sizes[c]}, {c} + {a}, {W});"
               for c, runs in layout.computed.items() for a, b in runs]
     block += [f"    if (sg_fill) {name}_fill_{c}({c}, {W});" for c in filled]
-    block += [line for v, n in block_locals for line in _local(T, v, n)[1:]]
+    block += [line for v, n in block_locals for line in _local(T, v, n, options)[1:]]
     block += ["}", ""]
     # Threads pay off above ~2e5 operations per call (waking a team costs ~10 us).
     par_min = max(1, 200_000 // max(ops * W, 1))
     tail = [f"static void {name}_tail(int64_t sg_r, {', '.join(plain)}) {{"]
-    tail += [_local(T, f"sg_buf_{c}", W * s)[0] for c, s in zip(names, sizes)]
+    tail += [_local(T, f"sg_buf_{c}", W * s, options)[0] for c, s in zip(names, sizes)]
     tail += [f"    symgrad_pad_{T}({c}, sg_r, {s}, {W}, sg_buf_{c});" for c, s in zip(arg_names, sizes)]
     tail += [f"    {name}_block({', '.join('sg_buf_' + c for c in names)}, 1);"]
     tail += [f"    symgrad_unpad_{T}(sg_buf_{c}, sg_r, {s}, {c});" for c, s in zip(res_names, sizes[nargs:])]
-    tail += [line for c, s in zip(names, sizes) for line in _local(T, f"sg_buf_{c}", W * s)[1:]]
+    tail += [line for c, s in zip(names, sizes) for line in _local(T, f"sg_buf_{c}", W * s, options)[1:]]
     tail += ["}", ""]
     batch = [f"void {name}_batch(int64_t n, int sg_mode, {', '.join(plain)}) {{", "    int64_t sg_done = 0;"]
     # Where writing memory and not arithmetic bounds the kernel, a large batch can run in
@@ -397,10 +451,10 @@ def _omp_entry_points(name, target, arg_names, res_names, sizes, plain, ops, cos
     out_numbers = sum(sizes[nargs:])
     itemsize = 8 if T == "double" else 4
     unit = math.lcm(W, *[64 // math.gcd(64, s * itemsize) for s in sizes[nargs:]])  # whole lines
-    tile = unit * max(1, config.TILE_NUMBERS // (unit * out_numbers))
+    tile = unit * max(1, options.tile_numbers // (unit * out_numbers))
     tiles = []
-    streams = cost <= config.STREAM_COST_PER_NUMBER * out_numbers and \
-        tile * out_numbers * itemsize <= config.MAX_STACK_BYTES // 2
+    streams = cost <= options.stream_cost_per_number * out_numbers and \
+        tile * out_numbers * itemsize <= options.max_stack_bytes // 2
     if streams:
         buf = {c: f"sg_tile_{c}" for c in res_names}
         args = [f"{c} + (sg_i*{tile} + sg_b*{W})*{s}" for c, s in zip(arg_names, sizes)]

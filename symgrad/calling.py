@@ -1,0 +1,227 @@
+"""Calling a loaded kernel on numpy arrays: argument checks, gufunc broadcasting, results,
+and the store policy of large batches. No sympy."""
+from __future__ import annotations
+
+import threading
+import time
+from math import prod
+
+import numpy as np
+
+CTYPES = {"float64": "double", "float32": "float"}
+_PYNUM = (float, int, np.float64)
+
+
+class Stores:
+    """How a large batch writes its results: in tiles that leave as whole cache lines, with
+    non-temporal stores (mode 1) or plain ones (mode 2), or block by block straight into the
+    results (mode 0). Which is fastest depends on the CPU, on the kernel and on how busy the
+    memory is (non-temporal stores skip reading each destination line but have a throughput
+    of their own, on some CPUs lower than that of plain stores). So the first large calls try
+    each mode TRIALS times, in turn (the first calls may pay one-off costs such as page
+    faults); later calls take the mode with the lowest time per byte (the best of its last
+    WINDOW calls) and every EXPLORE-th call re-times another. The results are the same bytes
+    in every mode. (Not locked: calls from several threads at once may blur the timings,
+    which only ever changes the mode.)"""
+
+    MODES, TRIALS, EXPLORE, WINDOW = (1, 2, 0), 2, 16, 4
+
+    def __init__(self, force=None):
+        self.recent = {m: [] for m in self.MODES}  # seconds per result byte of the last calls
+        self.used = {m: 0 for m in self.MODES}
+        self.calls, self.force = 0, force
+
+    def pick(self):
+        if self.force is not None:
+            return self.force
+        self.calls += 1
+        k = len(self.MODES)
+        if self.calls <= k * self.TRIALS:
+            return self.MODES[(self.calls - 1) % k]
+        ranked = sorted(self.MODES, key=lambda m: min(self.recent[m], default=0.0))  # untimed: try it
+        if self.calls % self.EXPLORE == 0:
+            return ranked[1 + (self.calls // self.EXPLORE) % (k - 1)]
+        return ranked[0]
+
+    def record(self, mode, seconds_per_byte):
+        self.used[mode] += 1
+        times = self.recent[mode]
+        times.append(seconds_per_byte)
+        del times[:-self.WINDOW]
+
+
+class Plan:
+    """A loaded kernel and the fixed facts needed to call it."""
+
+    def __init__(self, name, args, shapes, dtype, structure, lib, stream_bytes):
+        ffi, c_name = lib.ffi, name
+        self.name, self.args = name, args  # ((argument name, core shape), ...)
+        self.ffi, self.batch = ffi, getattr(lib.lib, c_name + "_batch")
+        self.scalar = getattr(lib.lib, c_name + "_scalar", None)
+        self.stores = Stores() if getattr(lib.lib, c_name + "_streams")() else None
+        self.stream_bytes = stream_bytes
+        self.dtype, self.itemsize = dtype, dtype.itemsize
+        self.nargs, self.structure = len(args), structure
+        self.ctype = CTYPES[str(dtype)] + "[]"
+        self.scalar_type = dtype.type
+        self.shapes = [tuple(s) for s in shapes]
+        self.sizes = [prod(s) for s in self.shapes]
+        self.total = sum(self.sizes)
+        self.all_scalar = all(sz == 1 and sh == () for sz, sh in zip(self.sizes, self.shapes))
+        self._tls = threading.local()
+
+    def __call__(self, args, out, what):
+        if self.scalar is not None and out is None and len(args) == self.nargs:
+            for a in args:
+                if type(a) not in _PYNUM:
+                    break
+            else:
+                return self.call_scalar(args)
+        if len(args) != self.nargs:
+            names = ", ".join(name for name, _ in self.args)
+            raise TypeError(f"{what} takes {self.nargs} argument(s) ({names}), got {len(args)}")
+        arrays, batches = [], []
+        for (name, core), x in zip(self.args, args):
+            arr = real_array(x, name, self.dtype)
+            if arr.ndim < len(core) or arr.shape[arr.ndim - len(core):] != core:
+                raise ValueError(f"argument {name!r} must have trailing (core) shape {core}, "
+                                 f"got an array of shape {arr.shape}")
+            arrays.append(arr)
+            batches.append(arr.shape[:arr.ndim - len(core)])
+        try:
+            batch = batches[0] if batches and batches.count(batches[0]) == len(batches) \
+                else np.broadcast_shapes(*batches)
+        except ValueError:
+            raise ValueError("the batch dimensions of the arguments do not broadcast: "
+                             + ", ".join(f"{name}: {b}" for (name, _), b in zip(self.args, batches))) from None
+        n = prod(batch)
+        ins = [x if b == batch and x.flags.c_contiguous and x.flags.aligned else
+               np.require(x if b == batch else np.broadcast_to(x, batch + core), requirements="CA")
+               for x, b, (_, core) in zip(arrays, batches, self.args)]
+        results = self._outputs(out, batch)
+        # Write straight into a result only if it is C-contiguous, aligned and shares no memory
+        # with an input (the kernel's pointers are restrict); otherwise through a scratch array.
+        work = [r if r.flags.c_contiguous and r.flags.aligned and r.flags.writeable
+                and not any(np.may_share_memory(r, x) for x in ins) else np.empty(r.shape, r.dtype)
+                for r in results]
+        if n:
+            ffi, ct = self.ffi, self.ctype
+            ptrs = [ffi.from_buffer(ct, x) for x in ins] + [ffi.from_buffer(ct, w, require_writable=True)
+                                                           for w in work]
+            nbytes = n * self.total * self.itemsize
+            stores = self.stores if nbytes >= self.stream_bytes else None
+            if stores is None:
+                self.batch(n, 0, *ptrs)
+            else:
+                mode = stores.pick()
+                t = time.perf_counter()
+                self.batch(n, mode, *ptrs)
+                stores.record(mode, (time.perf_counter() - t) / nbytes)
+        for r, w in zip(results, work):
+            if r is not w:
+                r[...] = w
+        if out is not None:
+            return out
+        return nest(self.structure, [r[()] if r.ndim == 0 else r for r in results])
+
+    def _outputs(self, out, batch):
+        shapes = [batch + s for s in self.shapes]
+        if out is None:
+            return [np.empty(s, self.dtype) for s in shapes]
+        flat = flatten(self.structure, out)
+        if flat is None or len(flat) != len(shapes):
+            raise TypeError(f"out= must have the structure of the results ({describe(self.structure)})")
+        for k, (o, s) in enumerate(zip(flat, shapes)):
+            if not isinstance(o, np.ndarray):
+                raise TypeError(f"out= must hold numpy arrays, got {type(o).__name__}")
+            if o.shape != s:
+                raise ValueError(f"out= array has shape {o.shape}, expected {s}")
+            if o.dtype != self.dtype:
+                raise TypeError(f"out= array has dtype {o.dtype}, expected {self.dtype}")
+            if not o.flags.writeable:
+                raise ValueError("out= array is read-only")
+            for j, other in enumerate(flat[:k]):
+                if np.may_share_memory(o, other):
+                    raise ValueError(f"out= arrays {j} and {k} overlap in memory: each result needs "
+                                     "its own array")
+        return flat
+
+    def call_scalar(self, args):
+        buf = getattr(self._tls, "buf", None)
+        if buf is None:
+            buf = self._tls.buf = self.ffi.new(self.ctype, self.total)
+        self.scalar(*args, buf)
+        t = self.scalar_type
+        if self.all_scalar:
+            if self.total == 1:
+                return t(buf[0])
+            flat = [t(buf[i]) for i in range(self.total)]
+        else:
+            arr = np.frombuffer(self.ffi.buffer(buf), dtype=t).copy()
+            flat, k = [], 0
+            for sz, sh in zip(self.sizes, self.shapes):
+                part = arr[k:k + sz].reshape(sh)
+                flat.append(part[()] if sh == () else part)
+                k += sz
+        return nest(self.structure, flat)
+
+
+def real_array(x, name, dtype):
+    if isinstance(x, np.ma.MaskedArray):
+        raise TypeError(f"argument {name!r} is a masked array; pass plain values (e.g. x.filled(np.nan))")
+    arr = np.asarray(x)
+    if arr.dtype.kind == "c":
+        raise TypeError(f"argument {name!r} is complex; symgrad functions take real numbers")
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"argument {name!r} must be real numbers (a float/int array or scalar), "
+                        f"got {type(x).__name__} of dtype {arr.dtype}")
+    return arr.astype(dtype, copy=False)
+
+
+def argnums(argnums, nargs):
+    """(structure, list of argument indices) in JAX's convention."""
+    if argnums is None:
+        argnums = 0 if nargs == 1 else tuple(range(nargs))
+    single = isinstance(argnums, int) and not isinstance(argnums, bool)
+    if not single and not isinstance(argnums, (tuple, list)):
+        raise ValueError(f"argnums must be an int or a tuple of ints, got {argnums!r}")
+    nums = [argnums] if single else list(argnums)
+    if not nums:
+        raise ValueError("argnums is empty: name at least one argument to differentiate by")
+    for i in nums:
+        if not isinstance(i, int) or isinstance(i, bool) or not -nargs <= i < nargs:
+            raise ValueError(f"argnums must be ints in range for {nargs} argument(s), got {argnums!r}")
+    nums = [i % nargs for i in nums]
+    if len(set(nums)) != len(nums):
+        raise ValueError(f"argnums repeats an argument: {argnums!r}")
+    return (0 if single else tuple(range(len(nums)))), nums
+
+
+def shift(structure, by):
+    if isinstance(structure, int):
+        return structure + by
+    return tuple(shift(s, by) for s in structure)
+
+
+def nest(structure, flat):
+    if isinstance(structure, int):
+        return flat[structure]
+    return tuple(nest(s, flat) for s in structure)
+
+
+def flatten(structure, value):
+    if isinstance(structure, int):
+        return [value]
+    if not isinstance(value, (tuple, list)) or len(value) != len(structure):
+        return None
+    res = []
+    for s, v in zip(structure, value):
+        f = flatten(s, v)
+        if f is None:
+            return None
+        res += f
+    return res
+
+
+def describe(structure):
+    return "an array" if isinstance(structure, int) else f"a tuple of {len(structure)}"

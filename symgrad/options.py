@@ -1,0 +1,49 @@
+"""The tunables of the pipeline: one frozen dataclass, every field of which enters the
+cache key (they all change the generated code). No sympy here."""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Options:
+    """How symgrad differentiates, optimises and prints a function.
+
+    ``symgrad.compile(f, options=symgrad.Options(inline_limit=0))`` picks other values for
+    one Function; ``DEFAULT`` is used otherwise."""
+
+    # Closed-form trees up to this many operations are differentiated as whole expressions
+    # (sympy diff + CSE); larger programs by reverse accumulation over the straight-line body.
+    inline_limit: int = 300
+    # A temporary used once is substituted into its user while the result stays this small.
+    max_inlined_nodes: int = 48
+    # Integer powers up to this exponent print as multiplications (exact, no pow call).
+    max_mul_pow: int = 16
+    # Statements (and loads of earlier temporaries) per C function: large programs are split
+    # so that the C compiler's work, superlinear in function size, stays cheap.
+    max_segment: int = 400
+    # A kernel of one segment of at most this many statements is inlined into its batch loop.
+    inline_segment: int = 128
+    # Large kernels go to the C compiler as several translation units of this many segments,
+    # compiled in parallel, at a cheaper optimisation level past large_kernel_ops operations.
+    segments_per_unit: int = 3
+    large_kernel_ops: int = 5000
+    # Local arrays of a kernel larger than this many bytes live on the heap, not the stack.
+    max_stack_bytes: int = 64 << 10
+    # Batches with results of at least stream_bytes may run in tiles that leave as whole
+    # cache lines (see function._Stores) when the kernel costs at most
+    # stream_cost_per_number operations per result number (a call of an elementary function
+    # counts as call_cost): below that, arithmetic bounds the kernel, not writing memory.
+    stream_bytes: int = 8 << 20
+    stream_cost_per_number: int = 40
+    call_cost: int = 20
+    # Numbers of results per tile of a streamed batch, about.
+    tile_numbers: int = 128
+
+    def key(self) -> str:
+        """The part of a cache key these options make: every field, by name."""
+        return repr(dataclasses.astuple(self)) + repr([f.name for f in dataclasses.fields(self)])
+
+
+DEFAULT = Options()

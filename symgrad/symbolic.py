@@ -1,0 +1,244 @@
+"""The program in sympy: what differentiate, optimize and render work on.
+
+``to_sympy`` turns the traced Program (plain data) into a ``SymProgram`` on a cache miss:
+inputs become real sympy symbols, each node one assignment ``t = expr`` (identical
+right-hand sides shared). Every op has a real meaning (realfns.py); where sympy's own
+evaluation of numbers would leave the reals (``log(-2)``, ``x/0``), the value is the one
+numpy computes (NaN, ±inf), so nothing complex ever reaches the printer."""
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+import sympy as sp
+from sympy.codegen.cfunctions import exp2, expm1, hypot, log1p, log2, log10
+
+from . import realfns as R
+from .program import Program, const_value
+
+
+@dataclass(frozen=True)
+class SymArg:
+    name: str
+    shape: tuple
+    symbols: tuple  # flat, C order
+
+    @property
+    def size(self):
+        return math.prod(self.shape)
+
+
+@dataclass(frozen=True)
+class SymOutput:
+    name: str
+    shape: tuple
+    exprs: tuple  # flat, C order
+
+    @property
+    def size(self):
+        return math.prod(self.shape)
+
+
+@dataclass(frozen=True)
+class SymProgram:
+    args: tuple     # of SymArg
+    body: tuple     # of (Symbol, Expr)
+    outputs: tuple  # of SymOutput
+
+    def input_symbols(self):
+        return [s for a in self.args for s in a.symbols]
+
+    def output_exprs(self):
+        return [e for o in self.outputs for e in o.exprs]
+
+    def with_outputs(self, outputs, body=None):
+        return SymProgram(self.args, self.body if body is None else tuple(body), tuple(outputs))
+
+    def inlined(self, limit=None):
+        """Output expressions with every temporary substituted away (closed form).
+
+        With ``limit``, returns None as soon as the expanded trees would exceed
+        ``limit`` operations in all (the DAG may expand exponentially)."""
+        env, size = {}, {}
+        for t, e in self.body:
+            if limit is not None:
+                size[t] = nodes(e) + sum(size.get(s, 0) for s in e.free_symbols)
+                if size[t] > limit:
+                    return None
+            env[t] = e.xreplace(env)
+        outs = self.output_exprs()
+        if limit is not None:
+            total = sum(nodes(e) + sum(size.get(s, 0) for s in e.free_symbols) for e in outs)
+            if total > limit:
+                return None
+        return [e.xreplace(env) for e in outs]
+
+    def count_ops(self):
+        return sum(nodes(e) for _, e in self.body) + sum(nodes(e) for e in self.output_exprs())
+
+
+def nodes(e):
+    """Operation count of one expression (cheap: no sympy.count_ops)."""
+    n = 0
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if x.args:
+            n += max(1, len(x.args) - 1)
+            stack.extend(x.args)
+    return n
+
+
+def split(exprs, outputs_like):
+    """Regroup a flat list of expressions into SymOutputs shaped like ``outputs_like``."""
+    res, k = [], 0
+    for o in outputs_like:
+        res.append(SymOutput(o.name, o.shape, tuple(sp.sympify(e) for e in exprs[k:k + o.size])))
+        k += o.size
+    return tuple(res)
+
+
+def arg_symbols(arg):
+    """The real symbols of one argument: ``x`` for a scalar, ``x[i, j]`` for array entries."""
+    if arg.shape == ():
+        return (sp.Symbol(arg.name, real=True),)
+    return tuple(sp.Symbol(f"{arg.name}[{', '.join(map(str, i))}]", real=True)
+                 for i in np.ndindex(*arg.shape))
+
+
+class Recorder:
+    """Assignments in order, with value numbering (numbers and conditions stay inline)."""
+
+    def __init__(self, prefix="t"):
+        self.body, self.memo, self.prefix = [], {}, prefix
+
+    def __call__(self, expr):
+        if expr.is_Atom or not isinstance(expr, sp.Expr):
+            return expr
+        t = self.memo.get(expr)
+        if t is None:
+            t = sp.Symbol(f"{self.prefix}.{len(self.body)}", real=True)  # never a Python name
+            self.body.append((t, expr))
+            self.memo[expr] = t
+        return t
+
+
+def to_sympy(prog: Program) -> SymProgram:
+    args = tuple(SymArg(a.name, a.shape, arg_symbols(a)) for a in prog.args)
+    record = Recorder()
+    val = []
+    for node in prog.nodes:
+        op = node[0]
+        if op == "arg":
+            val.append(args[node[1]].symbols[node[2]])
+        elif op == "const":
+            val.append(_number(node))
+        else:
+            operands = [val[i] for i in node[1:]]
+            if op in ("div", "pow"):
+                e = _IEEE[op](*operands, negative_zero=_negative_zero(prog.nodes[node[2]]))
+            else:
+                e = _apply(op, operands)
+            val.append(record(e))
+    outputs = tuple(SymOutput(o.name, o.shape, tuple(val[i] for i in o.refs)) for o in prog.outputs)
+    return SymProgram(args, tuple(record.body), outputs)
+
+
+def _number(node):
+    v = const_value(node)
+    if isinstance(v, bool) or isinstance(v, int):
+        return sp.Integer(v)
+    if isinstance(v, Fraction):
+        return sp.Rational(v.numerator, v.denominator)
+    if isinstance(v, float):
+        return sp.Float(v) if math.isfinite(v) else sp.nan if math.isnan(v) else sp.oo if v > 0 else -sp.oo
+    return _NAMED[v]
+
+
+_NAMED = {"pi": sp.pi, "E": sp.E, "EulerGamma": sp.EulerGamma}
+
+
+def _negative_zero(node):
+    return node[0] == "const" and node[1] == "f" and node[2].startswith("-0x0.0")
+
+
+def _div(a, b, negative_zero=False):
+    """a / b; by a zero, what IEEE gives: ±inf, or nan for 0/0 (sympy would say zoo)."""
+    if b.is_zero and b.is_Number:
+        inf = -sp.oo if negative_zero else sp.oo
+        if a.is_Number:
+            return sp.nan if a.is_zero or a is sp.nan else inf if a > 0 else -inf
+        return a * inf
+    return a / b
+
+
+def _pow(a, b, negative_zero=False):
+    """a ** b with IEEE's answers where sympy's would be complex: 0**-n is inf, a negative
+    number to a non-integer power is nan."""
+    if a.is_Number and b.is_Number:
+        if a.is_zero and b.is_extended_negative:
+            odd = b.is_Integer and b % 2 == 1
+            return -sp.oo if negative_zero and odd else sp.oo
+        if a.is_extended_negative and not b.is_integer and not (b.is_Float and float(b).is_integer()):
+            return sp.nan
+    return a ** b
+
+
+_IEEE = {"div": _div, "pow": _pow}
+
+
+def _relation(rel, negate=False):
+    def f(a, b):
+        if a is sp.nan or b is sp.nan:
+            return sp.true if negate else sp.false  # IEEE: only != holds
+        return rel(a, b)
+    return f
+
+
+# op -> sympy constructor on sympy arguments
+OPS = {
+    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+    "neg": lambda a: -a, "abs": R.Abs, "sign": R.Sign, "floor": R.Floor, "ceil": R.Ceiling,
+    "trunc": R.Trunc, "copysign": R.copysign, "cbrt": R.Cbrt,
+    "sin": sp.sin, "cos": sp.cos, "tan": sp.tan, "asin": sp.asin, "acos": sp.acos, "atan": sp.atan,
+    "sinh": sp.sinh, "cosh": sp.cosh, "tanh": sp.tanh, "asinh": sp.asinh, "acosh": sp.acosh,
+    "atanh": sp.atanh, "exp": sp.exp, "expm1": expm1, "exp2": exp2, "log": sp.log, "log1p": log1p,
+    "log2": log2, "log10": log10, "sqrt": sp.sqrt, "erf": sp.erf, "erfc": sp.erfc, "gamma": sp.gamma,
+    "lgamma": sp.loggamma, "atan2": sp.atan2,
+    "degrees": lambda a: a * (180 / sp.pi), "radians": lambda a: a * (sp.pi / 180),
+    "hypot": lambda *xs: hypot(*xs) if len(xs) == 2 else sp.sqrt(sp.Add(*[x * x for x in xs])),
+    "lt": _relation(sp.Lt), "le": _relation(sp.Le), "gt": _relation(sp.Gt), "ge": _relation(sp.Ge),
+    "eq": _relation(sp.Eq), "ne": _relation(sp.Ne, negate=True),
+    "and": lambda a, b: sp.And(_bool(a), _bool(b)), "or": lambda a, b: sp.Or(_bool(a), _bool(b)),
+    "not": lambda a: sp.Not(_bool(a)), "select": lambda c, a, b: sp.Piecewise((a, _bool(c)), (b, True)),
+}
+
+
+def _bool(c):
+    """A condition; a number (a constant condition) is true unless it is 0."""
+    return (sp.true if c != 0 else sp.false) if isinstance(c, sp.Number) else c
+
+# numpy's float64 value of an op, where sympy's value of number arguments is not real
+_FLOAT = {
+    "asin": np.arcsin, "acos": np.arccos, "acosh": np.arccosh, "atanh": np.arctanh, "log": np.log,
+    "log1p": np.log1p, "log2": np.log2, "log10": np.log10, "sqrt": np.sqrt, "gamma": math.gamma,
+    "lgamma": math.lgamma, "hypot": math.hypot, "atan2": np.arctan2,
+}
+
+
+def _apply(op, operands):
+    if not all(isinstance(a, sp.Number) or a in (sp.pi, sp.E) for a in operands) or op not in _FLOAT:
+        return OPS[op](*operands)
+    e = OPS[op](*operands)
+    if e.is_extended_real or e is sp.nan:
+        return e
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        try:
+            v = float(_FLOAT[op](*[float(a) for a in operands]))
+        except (ValueError, OverflowError, ZeroDivisionError):  # a pole of gamma: as C's tgamma, lgamma
+            v = math.inf if op == "lgamma" or float(operands[0]) == 0 else math.nan
+    return _number(("const", "f", float.hex(v)))

@@ -1,0 +1,425 @@
+"""How traced code reaches the stand-ins, without changing anything anyone else can see.
+
+A user function is recompiled from its source with every call ``f(a, ...)`` turned into
+``__symgrad_call__(f)(a, ...)``: at the moment of the call, ``intercept`` maps the callee
+(whatever it is then: a replaced ``math.sin`` included) to its traced stand-in, to a
+rewritten copy of a user function, or leaves it alone. The copy shares the original's
+globals, closure cells and defaults, and the call still happens in the user's frame, so
+writes, ``sys._getframe`` and zero-argument ``super()`` behave as in Python. Nothing is
+patched: other threads keep running the original code. The source is used only if it
+compiles to exactly the code that is running; otherwise the function runs as it is."""
+from __future__ import annotations
+
+import __future__
+import ast
+import builtins
+import copy
+import dis
+import functools
+import hashlib
+import itertools
+import linecache
+import sys
+import sysconfig
+import threading
+import types
+
+import numpy as np
+
+from ..errors import TraceError
+from . import values
+from .standins import standin, volatile
+
+CALL = "__symgrad_call__"
+_MAKE = "__symgrad_make__"
+_FUTURE = 0
+for _name in __future__.all_feature_names:
+    _FUTURE |= getattr(__future__, _name).compiler_flag
+# Flags that change what a code object is (a generator is not a function).
+_KIND = 0x20 | 0x80 | 0x100 | 0x200 | 0x04 | 0x08  # generator, coroutine, async gen, iterable coro, *args, **kw
+
+# -- which code is the user's ------------------------------------------------------------------
+LIBRARIES = ("math", "cmath", "numpy", "scipy", "sympy", "symgrad", "mpmath", "cffi", "functools",
+             "operator", "typing", "builtins", "importlib", "collections", "abc", "inspect", "jax",
+             "torch", "dask", "cupy", "numba")
+_STDLIB = tuple({sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib")})
+
+
+def is_user_code(module_name, filename):
+    """User code (scripts, notebooks, the project's modules) is rewritten; library code
+    (numpy, the standard library, installed packages) runs as it is."""
+    if (module_name or "").split(".")[0] in LIBRARIES:
+        return False
+    return not (filename.startswith(_STDLIB) or "site-packages" in filename or "dist-packages" in filename
+                or filename.startswith("<frozen"))
+
+
+# -- the call interceptor ----------------------------------------------------------------------
+_codes = {}  # original code -> (rewritten code, closure indices), or None: run the original
+_lock = threading.Lock()
+
+
+def intercept(f):
+    """What a call of ``f`` in rewritten code calls (the hot path of tracing)."""
+    if getattr(values.state, "builder", None) is None:
+        return f  # a rewritten copy run outside a trace behaves as the original
+    s = standin(f)
+    if s is not None:
+        return s
+    t = type(f)
+    if t is types.FunctionType:
+        return function(f)
+    if t is types.MethodType:
+        fn = f.__func__
+        if type(fn) is types.FunctionType:
+            new = function(fn)
+            return f if new is fn else types.MethodType(new, f.__self__)
+    why = volatile(f)
+    if why is not None:
+        raise TraceError(f"{why}() is called at {values.user_site()}: its result changes from call to "
+                         "call, but a traced function is traced once and its result would be frozen "
+                         "into the compiled code. Pass the value as an argument instead.")
+    if t is functools.partial:
+        return functools.partial(intercept(f.func), *f.args, **f.keywords)
+    if isinstance(f, type):
+        return _constructor(f)
+    if _takes_callbacks(f):
+        return _with_callbacks(f)
+    call = getattr(t, "__call__", None)
+    if type(call) is types.FunctionType and t.__module__ != "builtins":
+        new = function(call)
+        if new is not call:
+            return types.MethodType(new, f)
+    return f
+
+
+def function(f):
+    """``f`` recompiled with its calls intercepted, or ``f`` itself (library code, or no
+    source that matches the running code)."""
+    code = f.__code__
+    hit = _codes.get(code, False)
+    if hit is False:
+        with _lock:
+            hit = _codes[code] = _rewrite(f)
+    if hit is None:
+        return f
+    if hit is _PROXY:
+        return types.FunctionType(code, _Globals(f.__globals__), f.__name__, f.__defaults__, f.__closure__)
+    new_code, idx = hit
+    old = f.__closure__ or ()
+    closure = tuple(_CELL if k < 0 else old[k] for k in idx)
+    g = types.FunctionType(new_code, f.__globals__, f.__name__, f.__defaults__, closure or None)
+    g.__kwdefaults__ = f.__kwdefaults__
+    return g
+
+
+_CELL = types.CellType(intercept)
+
+
+def _constructor(cls):
+    """A user class called in traced code: ``__new__`` and ``__init__`` rewritten, as
+    ``type.__call__`` would call them."""
+    if type(cls).__call__ is not type.__call__ or not is_user_code(cls.__module__, _module_file(cls)):
+        return cls
+
+    def construct(*a, **k):
+        new = cls.__new__
+        if new is object.__new__:
+            if (a or k) and cls.__init__ is object.__init__:
+                raise TypeError(f"{cls.__name__}() takes no arguments")
+            obj = object.__new__(cls)
+        else:
+            obj = intercept(new)(cls, *a, **k)
+        if isinstance(obj, cls) and type(obj).__init__ is not object.__init__:
+            intercept(type(obj).__init__)(obj, *a, **k)
+        return obj
+    return construct
+
+
+def _module_file(cls):
+    return getattr(sys.modules.get(cls.__module__), "__file__", None) or "<unknown>"
+
+
+_CALLBACKS = {map, filter, sorted, functools.reduce, np.vectorize, np.frompyfunc, np.apply_along_axis,
+              np.apply_over_axes, np.fromfunction, np.piecewise, itertools.starmap, itertools.accumulate,
+              itertools.filterfalse, itertools.takewhile, itertools.dropwhile, itertools.groupby,
+              functools.cmp_to_key, functools.lru_cache, functools.cache}
+
+
+def _takes_callbacks(f):
+    try:
+        return f in _CALLBACKS or getattr(f, "__name__", None) == "sort"
+    except TypeError:
+        return False
+
+
+def _with_callbacks(f):
+    """A library function that calls the functions it is given: give it rewritten ones."""
+    def call(*a, **k):
+        return f(*[_callable(x) for x in a], **{n: _callable(x) for n, x in k.items()})
+    return call
+
+
+def _callable(x):
+    return intercept(x) if isinstance(x, (types.FunctionType, types.MethodType, functools.partial)) else x
+
+
+# -- functions without source: the same code, with its global names mapped as they are read --
+_PROXY = object()
+_WRITES = {"STORE_GLOBAL", "DELETE_GLOBAL"}
+_DYNAMIC = {"globals", "vars", "locals", "dir", "eval", "exec"}
+
+
+def _reads_globals_only(code):
+    """True if ``code`` (and code nested in it) never writes a global or lists its
+    namespace: then it can run on a view of its globals that maps what it reads."""
+    if _DYNAMIC & set(code.co_names):
+        return False
+    if any(i.opname in _WRITES for i in dis.get_instructions(code)):
+        return False
+    return all(_reads_globals_only(c) for c in code.co_consts if isinstance(c, types.CodeType))
+
+
+class _Globals(dict):
+    """A function's globals as traced code without source sees them: every read goes to
+    the real namespace (live), math/builtins functions come back as stand-ins, modules as
+    views that do the same for their attributes. It is never written to (the code has no
+    global writes)."""
+
+    def __init__(self, real):
+        super().__init__()
+        self.real = real
+        dict.__setitem__(self, "__builtins__", _Builtins(real.get("__builtins__", builtins)))
+
+    def __getitem__(self, k):
+        return _view(self.real[k])
+
+
+class _Builtins(dict):
+    def __init__(self, real):
+        super().__init__()
+        self.real = real if isinstance(real, dict) else vars(real)
+
+    def __getitem__(self, k):
+        return _view(self.real[k])
+
+
+class _ModuleView:
+    """A module whose callable attributes are read through ``intercept``."""
+
+    def __init__(self, module):
+        self.__dict__["_module"] = module
+
+    def __getattr__(self, k):
+        return _view(getattr(self.__dict__["_module"], k))
+
+
+def _view(v):
+    if isinstance(v, types.ModuleType):
+        return _ModuleView(v)
+    if callable(v) and not isinstance(v, type):  # classes stay classes (isinstance)
+        return intercept(v)
+    return v
+
+
+# -- recompiling a function from its source ------------------------------------------------------
+class _NoSource(Exception):
+    pass
+
+
+def _rewrite(f):
+    code = f.__code__
+    module = getattr(f, "__module__", None)
+    if not is_user_code(module, code.co_filename):
+        return None
+    try:
+        node, imports = _find(code, f.__globals__)
+        new = _compile(node, code, transform=True, imports=imports)
+    except _NoSource as e:
+        if _reads_globals_only(code):
+            return _PROXY
+        values.UNREWRITTEN[code] = str(e)
+        return None
+    where = {name: k for k, name in enumerate(code.co_freevars)}
+    idx = tuple(-1 if name == CALL else where[name] for name in new.co_freevars)
+    return new, idx
+
+
+_trees = {}
+
+
+def _tree(filename, module_globals):
+    lines = linecache.getlines(filename, module_globals)
+    if not lines:
+        raise _NoSource(f"no source for {filename}")
+    text = "".join(lines)
+    key = (filename, hashlib.sha1(text.encode()).hexdigest())
+    tree = _trees.get(key)
+    if tree is None:
+        try:
+            tree = ast.parse(text, filename)
+        except (SyntaxError, ValueError) as e:
+            raise _NoSource(f"its file does not parse ({e})") from None
+        _trees[key] = tree
+    return tree
+
+
+def _find(code, module_globals):
+    """The AST of the function whose compiled code is ``code``."""
+    tree = _tree(code.co_filename, module_globals)
+    lam = code.co_name == "<lambda>"
+    for node in ast.walk(tree):
+        if lam:
+            if not (isinstance(node, ast.Lambda) and node.lineno == code.co_firstlineno):
+                continue
+        elif not (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == code.co_name
+                  and code.co_firstlineno in (node.lineno, *[d.lineno for d in node.decorator_list[:1]])):
+            continue
+        try:
+            if _same(_compile(node, code, transform=False, imports=_imports(tree)), code):
+                return node, _imports(tree)
+        except (SyntaxError, ValueError, StopIteration):
+            continue
+    raise _NoSource("its source on disk is not the code that runs (edited since it was imported?)")
+
+
+def _imports(tree):
+    """The module's own import statements: they decide how the compiler loads imported
+    names (a module attribute is loaded with LOAD_ATTR, not LOAD_METHOD, in 3.11)."""
+    found, stack = [], list(tree.body)
+    while stack:
+        n = stack.pop(0)
+        if isinstance(n, (ast.Import, ast.ImportFrom)):
+            found.append(n)
+        elif not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            stack.extend(c for c in ast.iter_child_nodes(n) if isinstance(c, ast.stmt))
+    return found
+
+
+def _compile(node, code, transform, imports):
+    """Compile ``node`` as a function nested in one whose parameters are ``code``'s free
+    variables, so that it refers to the same cells (and globals) as ``code``; the module's
+    imports come along (they are compiled, never run)."""
+    node = copy.deepcopy(node)
+    _strip(node)
+    cls = _class_of(code)
+    if cls:
+        _Mangle(cls).visit(node)
+    if transform:
+        _Calls().visit(node)
+    params = list(code.co_freevars) + ([CALL] if transform else [])
+    args = ast.arguments(posonlyargs=[], args=[ast.arg(p) for p in params], vararg=None, kwonlyargs=[],
+                         kw_defaults=[], kwarg=None, defaults=[])
+    if isinstance(node, ast.Lambda):
+        body = [ast.Return(node)]
+    else:  # the def must not bind its name in the wrapper: recursion refers to the global
+        body = [] if node.name in code.co_freevars else [ast.Global([node.name])]
+        body += [node, ast.Return(ast.Name(node.name, ast.Load()))]
+    make = ast.FunctionDef(name=_MAKE, args=args, body=body, decorator_list=[], returns=None)
+    if "type_params" in ast.FunctionDef._fields:
+        make.type_params = []
+    mod = ast.Module([*imports, make], [])
+    for n in ast.walk(make):  # the wrapper takes the function's first line, the body its own
+        if not hasattr(n, "lineno") and "lineno" in getattr(n, "_attributes", ()):
+            ast.copy_location(n, node)
+    ast.fix_missing_locations(mod)
+    top = compile(mod, code.co_filename, "exec", flags=code.co_flags & _FUTURE, dont_inherit=True)
+    outer = next(c for c in top.co_consts if isinstance(c, types.CodeType) and c.co_name == _MAKE)
+    return next(c for c in outer.co_consts if isinstance(c, types.CodeType) and c.co_name == code.co_name)
+
+
+def _strip(node):
+    """Drop what runs outside the function's own code: decorators, defaults, annotations."""
+    a = node.args
+    a.defaults, a.kw_defaults = [], [None] * len(a.kwonlyargs)
+    if isinstance(node, ast.Lambda):
+        return
+    node.decorator_list, node.returns = [], None
+    if hasattr(node, "type_params"):
+        node.type_params = []
+    for arg in a.posonlyargs + a.args + a.kwonlyargs + [a.vararg, a.kwarg]:
+        if arg is not None:
+            arg.annotation = None
+
+
+def _same(a, b):
+    if (a.co_code, a.co_names, a.co_varnames, a.co_freevars, a.co_cellvars, a.co_argcount,
+            a.co_posonlyargcount, a.co_kwonlyargcount, a.co_flags & _KIND) != \
+            (b.co_code, b.co_names, b.co_varnames, b.co_freevars, b.co_cellvars, b.co_argcount,
+             b.co_posonlyargcount, b.co_kwonlyargcount, b.co_flags & _KIND):
+        return False
+    if len(a.co_consts) != len(b.co_consts):
+        return False
+    for x, y in zip(a.co_consts, b.co_consts):
+        if isinstance(x, types.CodeType) and isinstance(y, types.CodeType):
+            if not _same(x, y):
+                return False
+        elif type(x) is not type(y) or repr(x) != repr(y):
+            return False
+    return True
+
+
+def _class_of(code):
+    """The class whose body holds ``code`` (private names are mangled with it), or None."""
+    qual = getattr(code, "co_qualname", None)
+    if qual is None:
+        return None  # Python 3.10: mangled names then fail the exact comparison, and run as they are
+    parts = qual.split(".")
+    cls = None
+    for a, b in zip(parts, parts[1:]):
+        if a != "<locals>" and b != "<locals>":
+            cls = a
+    return cls
+
+
+class _Mangle(ast.NodeTransformer):
+    """Python's private name mangling (``self.__x`` in class C is ``self._C__x``)."""
+
+    def __init__(self, cls):
+        self.prefix = "_" + cls.lstrip("_")
+        self.off = not cls.lstrip("_")
+
+    def m(self, name):
+        if self.off or not name or not name.startswith("__") or name.endswith("__") or "." in name:
+            return name
+        return self.prefix + name
+
+    def visit_Name(self, n):
+        n.id = self.m(n.id)
+        return n
+
+    def visit_Attribute(self, n):
+        self.generic_visit(n)
+        n.attr = self.m(n.attr)
+        return n
+
+    def visit_arg(self, n):
+        n.arg = self.m(n.arg)
+        return n
+
+    def visit_keyword(self, n):
+        self.generic_visit(n)
+        n.arg = self.m(n.arg)
+        return n
+
+    def visit_Global(self, n):
+        n.names = [self.m(x) for x in n.names]
+        return n
+
+    visit_Nonlocal = visit_Global
+
+    def visit_alias(self, n):
+        if n.asname:
+            n.asname = self.m(n.asname)
+        return n
+
+
+class _Calls(ast.NodeTransformer):
+    """``f(args)`` -> ``__symgrad_call__(f)(args)`` (``super()`` stays as it is)."""
+
+    def visit_Call(self, n):
+        self.generic_visit(n)
+        if isinstance(n.func, ast.Name) and n.func.id == "super":
+            return n
+        n.func = ast.copy_location(ast.Call(ast.Name(CALL, ast.Load()), [n.func], []), n.func)
+        return n
