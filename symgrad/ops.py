@@ -11,15 +11,15 @@ ELEMENTARY = ("sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh
 STEPS = ("floor", "ceil", "trunc", "sign")
 UNARY = ELEMENTARY + STEPS + ("neg", "abs")
 BINARY = ("add", "sub", "mul", "div", "pow", "atan2", "copysign")
-# Comparisons and logic give conditions (used by "select"), never numbers.
-COMPARE = ("lt", "le", "gt", "ge", "eq", "ne")
+# Comparisons, tests and logic give conditions (used by "select"), never numbers.
+COMPARE = ("lt", "le", "gt", "ge", "eq", "ne", "isnan", "isinf", "isfinite")
 LOGIC = ("and", "or", "not")
 # ("select", c, a, b): a where condition c holds, else b. ("hypot", *xs): sqrt of the sum of squares.
 OTHER = ("select", "hypot")
 
 # math module function -> op of the same arguments.
 MATH = {name: name for name in ELEMENTARY + ("floor", "ceil", "trunc", "atan2", "copysign", "pow")}
-MATH["fabs"] = "abs"
+MATH.update(fabs="abs", isnan="isnan", isinf="isinf", isfinite="isfinite")
 
 # numpy ufunc -> op of the same arguments.
 NUMPY = {name: name for name in ELEMENTARY + ("floor", "ceil", "trunc", "sign", "copysign")
@@ -31,6 +31,7 @@ NUMPY.update({
     "multiply": "mul", "divide": "div", "true_divide": "div", "negative": "neg",
     "greater": "gt", "greater_equal": "ge", "less": "lt", "less_equal": "le", "equal": "eq",
     "not_equal": "ne", "logical_and": "and", "logical_or": "or", "logical_not": "not",
+    "isnan": "isnan", "isinf": "isinf", "isfinite": "isfinite",
 })
 
 # Python's reflected comparison: a < b is b > a.

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 import sympy as sp
+from sympy.logic.boolalg import BooleanFunction
 
 
 class RealFunction(sp.Function):
@@ -139,3 +140,26 @@ class copysign(RealFunction):
     @classmethod
     def _number(cls, a, b):
         return sp.Float(math.copysign(float(a), float(b)))
+
+
+class IsNan(BooleanFunction):
+    """x is NaN: a condition sympy cannot simplify away (for sympy, x - x is 0 and x != x
+    is false; at run time x may be NaN)."""
+
+    nargs = 1
+
+    @classmethod
+    def eval(cls, x):
+        if x.is_Number:
+            return sp.true if x is sp.nan else sp.false
+        return None
+
+
+class IsInf(BooleanFunction):
+    nargs = 1
+
+    @classmethod
+    def eval(cls, x):
+        if x.is_Number:
+            return sp.true if x.is_infinite else sp.false
+        return None

@@ -212,6 +212,7 @@ OPS = {
     "hypot": lambda *xs: hypot(*xs) if len(xs) == 2 else sp.sqrt(sp.Add(*[x * x for x in xs])),
     "lt": _relation(sp.Lt), "le": _relation(sp.Le), "gt": _relation(sp.Gt), "ge": _relation(sp.Ge),
     "eq": _relation(sp.Eq), "ne": _relation(sp.Ne, negate=True),
+    "isnan": R.IsNan, "isinf": R.IsInf, "isfinite": lambda a: sp.Not(R.IsNan(a) | R.IsInf(a)),
     "and": lambda a, b: sp.And(_bool(a), _bool(b)), "or": lambda a, b: sp.Or(_bool(a), _bool(b)),
     "not": lambda a: sp.Not(_bool(a)), "select": lambda c, a, b: sp.Piecewise((a, _bool(c)), (b, True)),
 }

@@ -147,6 +147,12 @@ class Printer(C99CodePrinter):
         x = self._print(e.args[0])  # numpy's sign: 0 for either zero, nan for nan
         return f"(({x}) > 0 ? 1 : (({x}) < 0 ? -1 : (({x}) == 0 ? 0 : ({x}))))"
 
+    def _print_IsNan(self, e):
+        return f"isnan({self._print(e.args[0])})"
+
+    def _print_IsInf(self, e):
+        return f"isinf({self._print(e.args[0])})"
+
     def _print_Infinity(self, e):
         return "INFINITY"
 

@@ -66,6 +66,11 @@ def intercept(f):
     s = standin(f)
     if s is not None:
         return s
+    why = volatile(f)
+    if why is not None:
+        raise TraceError(f"{why}() is called at {values.user_site()}: its result changes from call to "
+                         "call, but a traced function is traced once and its result would be frozen "
+                         "into the compiled code. Pass the value as an argument instead.")
     t = type(f)
     if t is types.FunctionType:
         return function(f)
@@ -74,11 +79,6 @@ def intercept(f):
         if type(fn) is types.FunctionType:
             new = function(fn)
             return f if new is fn else types.MethodType(new, f.__self__)
-    why = volatile(f)
-    if why is not None:
-        raise TraceError(f"{why}() is called at {values.user_site()}: its result changes from call to "
-                         "call, but a traced function is traced once and its result would be frozen "
-                         "into the compiled code. Pass the value as an argument instead.")
     if t is functools.partial:
         return functools.partial(intercept(f.func), *f.args, **f.keywords)
     if isinstance(f, type):

@@ -81,7 +81,7 @@ def _math():
                 lambda *a, _f=f, _o=original: _f(*a) if traced(_flat(a)) else _o(*a))
     table[math.fsum] = _fold(math.fsum, lambda a, b: a + b, 0)
     table[math.prod] = _fold(math.prod, lambda a, b: a * b, 1)
-    for name in ("isnan", "isinf", "isfinite", "isclose", "fmod", "remainder", "modf", "frexp",
+    for name in ("isclose", "fmod", "remainder", "modf", "frexp",
                  "factorial", "comb", "perm", "gcd", "lcm", "isqrt", "nextafter", "ulp", "sumprod"):
         if hasattr(math, name):
             table[getattr(math, name)] = _unsupported(name, getattr(math, name))
@@ -146,6 +146,20 @@ def _element_pick(pick, ufunc):
     return element
 
 
+def _nan_pick(op, propagate):
+    """numpy's maximum/minimum (a NaN in either gives NaN) or fmax/fmin (a NaN is ignored):
+    b if b beats a, or if b (propagate) / a (ignore) is NaN, else a: the first at a tie."""
+    def pick(a, b):
+        nan = b if propagate else a
+        if isinstance(nan, (float, np.floating)) and math.isnan(nan):
+            return b
+        beats = apply(op, b, a) if not (isinstance(a, (float, np.floating)) and math.isnan(a)) else False
+        if isinstance(nan, Value):
+            beats = beats | apply("isnan", nan) if isinstance(beats, Condition) else apply("isnan", nan)
+        return where(beats, b, a)
+    return pick
+
+
 def _ufunc_elements():
     """ufunc name -> function of elements (traced or plain)."""
     table = {}
@@ -153,8 +167,10 @@ def _ufunc_elements():
         u = getattr(np, name, None)
         if isinstance(u, np.ufunc):
             table[name] = _element_op(op, u)
-    table.update(maximum=_element_pick(select_max, np.maximum), fmax=_element_pick(select_max, np.fmax),
-                 minimum=_element_pick(select_min, np.minimum), fmin=_element_pick(select_min, np.fmin),
+    table.update(maximum=_element_pick(_nan_pick("gt", True), np.maximum),
+                 fmax=_element_pick(_nan_pick("gt", False), np.fmax),
+                 minimum=_element_pick(_nan_pick("lt", True), np.minimum),
+                 fmin=_element_pick(_nan_pick("lt", False), np.fmin),
                  square=lambda x: x * x, reciprocal=lambda x: 1.0 / x, positive=lambda x: x)
     return table
 
