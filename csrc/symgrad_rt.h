@@ -48,6 +48,19 @@
     { const int64_t sg_lo = 0, sg_hi = sg_nb; __VA_ARGS__; symgrad_fence(sg_nt); }
 #endif
 
+/* SYMGRAD_OPAQUE(p): p, with its target's contents hidden from the optimiser. GCC 12 with
+ * AVX-512 folds loads from a constant table into wrong vector constants (a copy of
+ * table[228..284) of 441 floats became a repeating pattern); tables are read through this. */
+#if defined(__GNUC__)
+static inline const void *symgrad_opaque(const void *p) {
+    __asm__("" : "+r"(p));
+    return p;
+}
+#define SYMGRAD_OPAQUE(p) ((__typeof__(&(p)[0]))symgrad_opaque(p))
+#else
+#define SYMGRAD_OPAQUE(p) (p)
+#endif
+
 #ifndef SYMGRAD_SEGMENT_UNIT
 /* symgrad_stream_T(dst, src, m, nt): copy m numbers; with nt, the whole 64-byte lines of
  * dst with non-temporal stores written back to back (so that each line leaves complete),

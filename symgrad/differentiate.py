@@ -31,6 +31,7 @@ class _Emitter:
     def __init__(self, body):
         self.body = list(body)
         self.memo = {e: t for t, e in self.body}
+        self.defs = dict(self.body)
 
     def __call__(self, e):
         if e.is_Atom:
@@ -40,7 +41,18 @@ class _Emitter:
             t = sp.Symbol(f"d.{len(self.body)}", real=True)  # never a Python name
             self.body.append((t, e))
             self.memo[e] = t
+            self.defs[t] = e
         return t
+
+    def times(self, a, p):
+        """a * p; where either is a select with a zero branch (an adjoint through np.where),
+        the product goes inside its branches, so that the branch not taken stays 0 even
+        where the other factor is NaN there (d/dy where(c, log(y), 0) at y < 0 is 0)."""
+        for x, y in ((a, p), (p, a)):
+            e = self.defs.get(x, x)
+            if isinstance(e, sp.Piecewise) and any(v == 0 for v, _ in e.args):
+                return sp.Piecewise(*[(v if v == 0 else v * y, c) for v, c in e.args])
+        return a * p
 
 
 def local_partial(e, s):
@@ -87,7 +99,7 @@ def _reverse_rows(prog, exprs, wrt):
                 if key not in partial:
                     partial[key] = emit(local_partial(e, s))
                 if partial[key] != 0:
-                    adj[s].append(emit(a * partial[key]))
+                    adj[s].append(emit(emit.times(a, partial[key])))
         rows.append([emit(sp.Add(*adj.get(w, ()))) for w in wrt])
     return emit.body, rows
 

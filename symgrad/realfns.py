@@ -148,6 +148,9 @@ class IsNan(BooleanFunction):
 
     nargs = 1
 
+    def _eval_as_set(self):
+        raise NotImplementedError("IsNan is not a set of reals")
+
     @classmethod
     def eval(cls, x):
         if x.is_Number:
@@ -158,8 +161,101 @@ class IsNan(BooleanFunction):
 class IsInf(BooleanFunction):
     nargs = 1
 
+    def _eval_as_set(self):
+        raise NotImplementedError("IsInf is not a set of reals")
+
     @classmethod
     def eval(cls, x):
         if x.is_Number:
             return sp.true if x.is_infinite else sp.false
         return None
+
+
+def _float_value(fn, *args):
+    """numpy's float64 value of ``fn`` at number arguments (NaN outside the domain)."""
+    import warnings
+
+    import numpy as np
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        v = float(fn(*[float(a) for a in args]))
+    return sp.nan if v != v else sp.oo if v == float("inf") else -sp.oo if v == -float("inf") else sp.Float(v)
+
+
+class RealPow(RealFunction):
+    """base ** exponent for a non-integer exponent, as numpy computes it: NaN for a negative
+    base (sympy's Pow would take the complex root), log(base) in the derivative by the
+    exponent."""
+
+    nargs = 2
+
+    def fdiff(self, argindex=1):
+        a, b = self.args
+        if argindex == 1:
+            return b * RealPow(a, b - 1)
+        return self * Log(a)
+
+    @classmethod
+    def eval(cls, a, b):
+        if b.is_zero:
+            return sp.S.One
+        if b == 1:
+            return a
+        if b.is_Integer or (b.is_Float and float(b).is_integer()):
+            return a ** b  # an integer power is real for every real base
+        if a.is_Number and b.is_Number:
+            if a is sp.nan or b is sp.nan:
+                return sp.nan
+            if a.is_negative:
+                return sp.nan
+            if a.is_zero:
+                return sp.oo if b.is_negative else sp.S.Zero
+            return a ** b
+        if isinstance(a, RealPow) and a.args[0].is_extended_nonnegative:
+            return RealPow(a.args[0], a.args[1] * b)
+        return None
+
+
+class Log(RealFunction):
+    """log(x): -inf at 0, NaN below (sympy's log of a negative number is complex)."""
+
+    nargs = 1
+
+    def fdiff(self, argindex=1):
+        return 1 / self.args[0]
+
+    @classmethod
+    def _number(cls, x):
+        if x.is_zero:
+            return -sp.oo
+        if x.is_negative:
+            return sp.nan
+        return sp.log(x)
+
+
+def _domain_function(name, sympy_fn, derivative, inside, np_name):
+    """A real function that sympy evaluates only inside its domain (``inside(x)``), numpy's
+    value (NaN, ±inf) elsewhere; ``derivative(x)`` is its real derivative."""
+
+    def _number(cls, x):
+        if inside(x):
+            return sympy_fn(x)
+        import numpy as np
+        return _float_value(getattr(np, np_name), x)
+
+    def fdiff(self, argindex=1):
+        return derivative(self.args[0])
+
+    return type(name, (RealFunction,), {"nargs": 1, "_number": classmethod(_number), "fdiff": fdiff,
+                                        "c_name": np_name})
+
+
+_HALF = sp.Rational(1, 2)
+Asin = _domain_function("Asin", sp.asin, lambda x: RealPow(1 - x * x, -_HALF), lambda x: abs(x) <= 1, "arcsin")
+Acos = _domain_function("Acos", sp.acos, lambda x: -RealPow(1 - x * x, -_HALF), lambda x: abs(x) <= 1, "arccos")
+Acosh = _domain_function("Acosh", sp.acosh, lambda x: RealPow(x * x - 1, -_HALF), lambda x: x >= 1, "arccosh")
+Atanh = _domain_function("Atanh", sp.atanh, lambda x: 1 / (1 - x * x), lambda x: abs(x) < 1, "arctanh")
+Log1p = _domain_function("Log1p", lambda x: sp.log(1 + x), lambda x: 1 / (1 + x), lambda x: x > -1, "log1p")
+Log2 = _domain_function("Log2", lambda x: sp.log(x) / sp.log(2), lambda x: 1 / (x * sp.log(2)), lambda x: x > 0, "log2")
+Log10 = _domain_function("Log10", lambda x: sp.log(x) / sp.log(10), lambda x: 1 / (x * sp.log(10)), lambda x: x > 0,
+                         "log10")

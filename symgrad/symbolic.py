@@ -14,7 +14,7 @@ from fractions import Fraction
 
 import numpy as np
 import sympy as sp
-from sympy.codegen.cfunctions import exp2, expm1, hypot, log1p, log2, log10
+from sympy.codegen.cfunctions import exp2, expm1, hypot
 
 from . import realfns as R
 from .program import Program, const_value
@@ -176,15 +176,14 @@ def _div(a, b, negative_zero=False):
 
 
 def _pow(a, b, negative_zero=False):
-    """a ** b with IEEE's answers where sympy's would be complex: 0**-n is inf, a negative
-    number to a non-integer power is nan."""
-    if a.is_Number and b.is_Number:
-        if a.is_zero and b.is_extended_negative:
-            odd = b.is_Integer and b % 2 == 1
-            return -sp.oo if negative_zero and odd else sp.oo
-        if a.is_extended_negative and not b.is_integer and not (b.is_Float and float(b).is_integer()):
-            return sp.nan
-    return a ** b
+    """a ** b as numpy computes it: 0 to a negative power is inf, a non-integer power is a
+    RealPow (NaN for a negative base, where sympy's Pow would be complex)."""
+    if a.is_Number and a.is_zero and b.is_Number and b.is_extended_negative:
+        odd = b.is_Integer and b % 2 == 1
+        return -sp.oo if negative_zero and odd else sp.oo
+    if b.is_Integer or (b.is_Float and float(b).is_integer()):
+        return a ** b
+    return R.RealPow(a, b)
 
 
 _IEEE = {"div": _div, "pow": _pow}
@@ -203,10 +202,11 @@ OPS = {
     "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
     "neg": lambda a: -a, "abs": R.Abs, "sign": R.Sign, "floor": R.Floor, "ceil": R.Ceiling,
     "trunc": R.Trunc, "copysign": R.copysign, "cbrt": R.Cbrt,
-    "sin": sp.sin, "cos": sp.cos, "tan": sp.tan, "asin": sp.asin, "acos": sp.acos, "atan": sp.atan,
-    "sinh": sp.sinh, "cosh": sp.cosh, "tanh": sp.tanh, "asinh": sp.asinh, "acosh": sp.acosh,
-    "atanh": sp.atanh, "exp": sp.exp, "expm1": expm1, "exp2": exp2, "log": sp.log, "log1p": log1p,
-    "log2": log2, "log10": log10, "sqrt": sp.sqrt, "erf": sp.erf, "erfc": sp.erfc, "gamma": sp.gamma,
+    "sin": sp.sin, "cos": sp.cos, "tan": sp.tan, "asin": R.Asin, "acos": R.Acos, "atan": sp.atan,
+    "sinh": sp.sinh, "cosh": sp.cosh, "tanh": sp.tanh, "asinh": sp.asinh, "acosh": R.Acosh,
+    "atanh": R.Atanh, "exp": sp.exp, "expm1": expm1, "exp2": exp2, "log": R.Log, "log1p": R.Log1p,
+    "log2": R.Log2, "log10": R.Log10, "sqrt": lambda a: R.RealPow(a, sp.S.Half), "erf": sp.erf,
+    "erfc": sp.erfc, "gamma": sp.gamma,
     "lgamma": sp.loggamma, "atan2": sp.atan2,
     "degrees": lambda a: a * (180 / sp.pi), "radians": lambda a: a * (sp.pi / 180),
     "hypot": lambda *xs: hypot(*xs) if len(xs) == 2 else sp.sqrt(sp.Add(*[x * x for x in xs])),

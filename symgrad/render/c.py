@@ -137,6 +137,36 @@ class Printer(C99CodePrinter):
     def _print_Trunc(self, e):
         return self._call("trunc", e)
 
+    def _print_RealPow(self, e):
+        b, x = e.args
+        if x.is_Rational and x.q == 2 and abs(x.p) <= self.options.max_mul_pow:
+            return self._print_Pow(sp.Pow(b, x, evaluate=False))  # sqrt: NaN below 0 as pow
+        return f"pow{self._suffix()}({self._print(b)}, {self._print(x)})"
+
+    def _print_Log(self, e):
+        return self._call("log", e)
+
+    def _print_Asin(self, e):
+        return self._call("asin", e)
+
+    def _print_Acos(self, e):
+        return self._call("acos", e)
+
+    def _print_Acosh(self, e):
+        return self._call("acosh", e)
+
+    def _print_Atanh(self, e):
+        return self._call("atanh", e)
+
+    def _print_Log1p(self, e):
+        return self._call("log1p", e)
+
+    def _print_Log2(self, e):
+        return self._call("log2", e)
+
+    def _print_Log10(self, e):
+        return self._call("log10", e)
+
     def _print_Cbrt(self, e):
         return self._call("cbrt", e)
 
@@ -183,7 +213,7 @@ class Printer(C99CodePrinter):
 # (I, re, im, arg, zoo, an unevaluated Derivative) means a rule upstream left the reals.
 _REAL = (sp.Symbol, sp.Integer, sp.Rational, sp.Float, sp.Add, sp.Mul, sp.Pow, sp.Piecewise,
          sp.functions.elementary.piecewise.ExprCondPair, sp.core.relational.Relational,
-         sp.logic.boolalg.BooleanFunction, sp.logic.boolalg.BooleanAtom, RealFunction,
+         sp.logic.boolalg.BooleanFunction, sp.logic.boolalg.BooleanAtom, RealFunction, sp.Abs, sp.sign,
          sp.sin, sp.cos, sp.tan, sp.asin, sp.acos, sp.atan, sp.atan2, sp.sinh, sp.cosh, sp.tanh,
          sp.asinh, sp.acosh, sp.atanh, sp.exp, sp.log, sp.erf, sp.erfc, sp.gamma, sp.loggamma,
          sp.polygamma, sp.Heaviside, sp.DiracDelta, hypot, expm1, exp2, log1p, log2, log10)
@@ -420,8 +450,9 @@ def _omp_entry_points(name, target, arg_names, res_names, sizes, plain, ops, cos
             s = res_sizes[c]
             out += [f"static void {name}_fill_{c}({T} *restrict {c}, int64_t sg_np) {{",
                     f"    static const {T} sg_table[{s}] = {{{', '.join(layout.table[c])}}};",
+                    f"    const {T} *sg_tab = SYMGRAD_OPAQUE(sg_table);",
                     "    for (int64_t sg_j = 0; sg_j < sg_np; ++sg_j) {",
-                    *[f"        for (int sg_k = {a}; sg_k < {b}; ++sg_k) {c}[sg_j*{s} + sg_k] = sg_table[sg_k];"
+                    *[f"        for (int sg_k = {a}; sg_k < {b}; ++sg_k) {c}[sg_j*{s} + sg_k] = sg_tab[sg_k];"
                       for a, b in runs],
                     "    }", "}", ""]
     filled = [c for c, runs in layout.fixed.items() if runs]
