@@ -26,7 +26,8 @@ from .errors import CompileError
 
 VERSION = "0.1.0"
 _loaded = {}
-_lock = threading.RLock()  # build() retries itself with fallback flags
+_lock = threading.RLock()  # guards _loaded and _building
+_building = {}  # key -> lock held while that key builds (build() retries itself with fallback flags)
 
 # IEEE semantics: no -ffast-math; no FMA contraction, so every operation rounds as written
 # and results do not depend on vectorisation or thread count. sin/cos are not builtins so
@@ -125,8 +126,11 @@ def _verified(lib, key):
 def build(key, source, cdecl, *, parts=(), extra_flags=(), native=True, openmp=True,
           vector_math=VECTOR_MATH):
     """The cffi library for ``source`` (plus translation units ``parts``), filed under
-    ``key``: loaded from the cache if it is there, else compiled and stored."""
+    ``key``: loaded from the cache if it is there, else compiled and stored. Different
+    keys build at the same time (each key has its own lock)."""
     with _lock:
+        key_lock = _building.setdefault(key, threading.RLock())
+    with key_lock:
         lib = load(key)
         if lib is not None:
             return lib
