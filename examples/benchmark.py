@@ -415,18 +415,30 @@ def scalar_overheads(repeat=7):
 
 
 WARM = """
-import math, symgrad
+import math, sys, symgrad
 def seed(x):
     return 64 * x * (1 - x) * math.pow((1 - 2 * x), 2) * math.pow((1 - 8 * x + 8 * x * x), 2)
 assert symgrad.compile(seed).grad(3.0) == -75279680.0
+assert "sympy" not in sys.modules or "--fill" in sys.argv
+"""
+
+WARM_LJ30 = """
+import sys, numpy as np, symgrad, bench_cases
+x = bench_cases.make_inputs("lj30", 1, np.random.default_rng(0))[0]
+g = symgrad.compile(bench_cases.lj30, [(90,)]).grad(x)
+assert g.shape == (1, 90) and "sympy" not in sys.modules or "--fill" in sys.argv
 """
 
 
 def warm_start(tmp, runs=7):
-    """Seconds for a new process to reach a cached function's first result, and for `import numpy, cffi`."""
+    """Seconds for a new process to reach a cached function's first result (the founding
+    gradient, the lj30 gradient), and for `import numpy, cffi`: every process traces, finds
+    the kernel by the traced program's hash and never imports sympy."""
     env = dict(os.environ, SYMGRAD_CACHE_DIR=os.path.join(tmp, "warm"),
-               PYTHONPATH=os.path.dirname(HERE) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    subprocess.run([sys.executable, "-c", WARM], env=env, check=True)  # fills the cache
+               PYTHONPATH=os.pathsep.join([os.path.dirname(HERE), HERE, os.environ.get("PYTHONPATH", "")]))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # as users run Python: modules load from __pycache__
+    for code in (WARM, WARM_LJ30):  # fill the cache (and __pycache__)
+        subprocess.run([sys.executable, "-c", code, "--fill"], env=env, check=True)
 
     def timed(code):
         ts = []
@@ -435,7 +447,7 @@ def warm_start(tmp, runs=7):
             subprocess.run([sys.executable, "-c", code], env=env, check=True)
             ts.append(time.perf_counter() - t)
         return statistics.median(ts)
-    return timed(WARM), timed("import numpy, cffi")
+    return timed(WARM), timed(WARM_LJ30), timed("import numpy, cffi")
 
 
 # ---------------------------------------------------------------------------------- main
@@ -474,7 +486,7 @@ def main():
             except Exception as e:  # a peer that fails is reported, not fatal
                 print(f"# {name}/{c}: failed: {type(e).__name__}: {str(e)[:200]}")
         steady = interleaved_medians(calls, a.repeat, case.arrays())
-        stores = getattr(getattr(getattr(case, "symgrad_function", None), "_lib", None), "stores", None)
+        stores = case.symgrad_function.plan.stores if hasattr(case, "symgrad_function") else None
         if stores is not None and sum(stores.used.values()):
             print(f"# {name}: symgrad's large calls wrote results in tiles with non-temporal stores "
                   f"{stores.used[1]} times, with plain stores {stores.used[2]} times, block by block "
@@ -495,9 +507,10 @@ def main():
     sc = scalar_overheads()
     for c, s in sc.items():
         print(f"{c:>10}: {s * 1e6:8.2f} us   ({s / sc['symgrad']:.2f}x symgrad)")
-    print("\n== warm start: new process, cached function, first result ==")
-    warm, base = warm_start(tmp)
-    print(f"symgrad script {warm:.3f} s, `import numpy, cffi` {base:.3f} s, difference {warm - base:.3f} s")
+    print("\n== warm start: new process, cached function, first result (no sympy import) ==")
+    warm, warm_lj, base = warm_start(tmp)
+    print(f"founding gradient {warm:.3f} s, lj30 gradient {warm_lj:.3f} s, `import numpy, cffi` {base:.3f} s; "
+          f"differences {warm - base:.3f} s and {warm_lj - base:.3f} s")
     print("\n== targets ==")
     for v in verdicts:
         for line in v:
@@ -506,7 +519,8 @@ def main():
     print(f"first call (median of cold processes) max over cases {max(firsts):.2f} s: "
           f"{'MET' if max(firsts) <= 1.0 else 'NOT MET'} (<= 1.0 s)")
     print(f"scalar call {sc['symgrad'] * 1e6:.2f} us: {'MET' if sc['symgrad'] <= 1.5e-6 else 'NOT MET'} (<= 1.5 us)")
-    print(f"warm start +{warm - base:.3f} s: {'MET' if warm - base <= 0.3 else 'NOT MET'} (<= 0.3 s)")
+    print(f"warm start +{warm - base:.3f} s: {'MET' if warm - base <= 0.15 else 'NOT MET'} (<= 0.15 s)")
+    print(f"warm lj30 gradient +{warm_lj - base:.3f} s: {'MET' if warm_lj - base <= 0.5 else 'NOT MET'} (<= 0.5 s)")
 
 
 def _verdicts(name, results, best):

@@ -33,26 +33,32 @@ def lj_inputs(atoms, n, rng):
 
 def worker(atoms, what):
     """One cold compile, stage by stage, in this (fresh) process."""
-    from symgrad import build, differentiate, optimize, render, trace
+    from symgrad import build, differentiate, optimize, options, render, symbolic
+    from symgrad.tracing import trace
+    opts = options.DEFAULT
     t = {}
     t0 = time.perf_counter()
-    prog = trace.trace(lambda p: bench_cases.lj(p, atoms), [(3 * atoms,)])
+    prog = trace(lambda p: bench_cases.lj(p, atoms), [(3 * atoms,)])
     t["trace"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    d = differentiate.grad(prog, [0]) if what == "grad" else differentiate.hessian(prog, [0])
+    sym = symbolic.to_sympy(prog)
+    t["to sympy"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    d = differentiate.grad(sym, [0], opts.inline_limit) if what == "grad" else \
+        differentiate.hessian(sym, [0], opts.inline_limit)
     t["differentiate"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    o = optimize.optimize(d)
+    o = optimize.optimize(d, opts)
     t["optimize"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    k = render.render(o, f"lj{atoms}_{what}", render.TARGETS["c", "float64"])
+    k = render.render(o, f"lj{atoms}_{what}", render.TARGETS["c", "float64"], build.vector_bits(), opts)
     t["generate C"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    build.build(k.source, k.cdecl, parts=k.parts, extra_flags=k.cflags)
+    build.build(f"scaling_{prog.key[:24]}_{what}", k.source, k.cdecl, parts=k.parts, extra_flags=k.cflags)
     t["C compile"] = time.perf_counter() - t0
     peak = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
                resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024
-    print(json.dumps({"stages": t, "program": len(prog.body), "derivative": len(d.body),
+    print(json.dumps({"stages": t, "program": prog.count_ops(), "derivative": len(d.body),
                       "optimized": len(o.body), "ops": o.count_ops(), "units": 1 + len(k.parts),
                       "peak_mb": peak}))
 
@@ -133,7 +139,7 @@ def main():
     if a.worker:
         return worker(int(a.worker[0]), a.worker[1])
     tmp = tempfile.mkdtemp(prefix="symgrad-scaling-")
-    stages = ["trace", "differentiate", "optimize", "generate C", "C compile"]
+    stages = ["trace", "to sympy", "differentiate", "optimize", "generate C", "C compile"]
     head = (f"{'case':<12}" + "".join(f"{s:>14}" for s in stages) + f"{'total s':>9}{'program':>9}"
             f"{'deriv.':>8}{'ops':>8}{'units':>6}{'peak MB':>8}")
     print(head)

@@ -8,16 +8,13 @@ from __future__ import annotations
 
 import hashlib
 import importlib.machinery
-import json
 import importlib.util
 import os
 import platform
 import shlex
 import shutil
-import subprocess
 import sys
 import sysconfig
-import tempfile
 import threading
 from functools import lru_cache
 from pathlib import Path
@@ -98,12 +95,12 @@ def flags(native=True, openmp=True, vector_math=VECTOR_MATH):
 def toolchain():
     """Everything besides the program that decides a kernel's binary: symgrad's own source
     (a changed symgrad never reuses another's kernels), cffi, Python, compiler, flags, CPU."""
-    import cffi
+    import _cffi_backend  # the version cffi's generated modules are built against
     h = hashlib.sha256()
     root = Path(__file__).resolve().parent
     for path in sorted(root.rglob("*.py")) + [csrc_dir() / "symgrad_rt.h"]:
         h.update(path.name.encode() + b"\0" + path.read_bytes())
-    for part in (VERSION, cffi.__version__, sys.implementation.cache_tag,
+    for part in (VERSION, _cffi_backend.__version__, sys.implementation.cache_tag,
                  sysconfig.get_config_var("EXT_SUFFIX") or "", " ".join(compiler()), " ".join(flags()),
                  machine()):
         h.update(part.encode() + b"\0")
@@ -170,6 +167,8 @@ def load(key):
 
 def _compile(source, cdecl, key, path, build_flags, parts=()):
     """Compile the cffi module and any further translation units (in parallel), then link."""
+    import tempfile
+
     import cffi
     cc = compiler()
     if shutil.which(cc[0]) is None:
@@ -204,6 +203,7 @@ def _compile(source, cdecl, key, path, build_flags, parts=()):
 
 def _run(cmds, c_file, path):
     """Run compiler commands, as many at once as there are cores; raise on the first failure."""
+    import subprocess
     pending, running = list(cmds), []
     jobs = max(1, os.cpu_count() or 1)
     failed = None

@@ -14,7 +14,6 @@ import __future__
 import ast
 import builtins
 import copy
-import dis
 import functools
 import hashlib
 import itertools
@@ -173,6 +172,7 @@ _DYNAMIC = {"globals", "vars", "locals", "dir", "eval", "exec"}
 def _reads_globals_only(code):
     """True if ``code`` (and code nested in it) never writes a global or lists its
     namespace: then it can run on a view of its globals that maps what it reads."""
+    import dis
     if _DYNAMIC & set(code.co_names):
         return False
     if any(i.opname in _WRITES for i in dis.get_instructions(code)):

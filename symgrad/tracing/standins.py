@@ -7,11 +7,8 @@ symgrad through ``__array_ufunc__`` of the traced values themselves."""
 from __future__ import annotations
 
 import builtins
-import datetime
 import functools
 import math
-import os
-import random
 
 import numpy as np
 
@@ -262,26 +259,28 @@ def _object_out(ufunc, out):
 
 
 # -- calls whose results change from call to call ---------------------------------------------
-_VOLATILE_MODULES = ("random", "time", "secrets", "uuid", "numpy.random")
-_VOLATILE_OWNERS = (random.Random, np.random.RandomState, np.random.Generator, np.random.BitGenerator)
-_VOLATILE = {os.urandom, getattr(os, "getrandom", None), datetime.datetime.now, datetime.datetime.today,
-             datetime.datetime.utcnow, datetime.date.today} - {None}
+_VOLATILE_MODULES = ("random", "time", "secrets", "uuid")
+_VOLATILE_NAMES = {("posix", "urandom"), ("posix", "getrandom"), ("nt", "urandom"), ("datetime", "now"),
+                   ("datetime", "today"), ("datetime", "utcnow"), ("date", "today")}
 
 
 def volatile(f):
     """A description of ``f`` if it returns something new at every call (a random number,
-    the time), else None: traced once, it would become a constant in every later process."""
+    the time), else None: traced once, it would become a constant in every later process.
+    (Recognised by module and owner names, so that neither random nor numpy.random is
+    imported to ask.)"""
     owner = getattr(f, "__self__", None)
-    if isinstance(owner, _VOLATILE_OWNERS):
-        return f"{type(owner).__module__}.{type(owner).__name__}.{getattr(f, '__name__', f)}"
+    name = getattr(f, "__name__", "")
+    cls = owner if isinstance(owner, type) else type(owner)
+    owner_mod = getattr(cls, "__module__", "") or ""
+    if owner is not None and (owner_mod in ("random", "_random") or owner_mod.startswith("numpy.random")):
+        return f"{owner_mod}.{cls.__name__}.{name}"
     mod = getattr(f, "__module__", None) or ""
-    if mod.split(".")[0] in _VOLATILE_MODULES[:4] or mod.startswith("numpy.random"):
-        return f"{mod}.{getattr(f, '__name__', f)}"
-    try:
-        if f in _VOLATILE:
-            return f"{mod}.{getattr(f, '__qualname__', f)}"
-    except TypeError:  # unhashable callable
-        pass
+    if mod.split(".")[0] in _VOLATILE_MODULES or mod.startswith("numpy.random"):
+        return f"{mod}.{name}"
+    if (mod or getattr(cls, "__name__", ""), name) in _VOLATILE_NAMES or \
+            (getattr(cls, "__name__", None), name) in _VOLATILE_NAMES:
+        return f"{mod or cls.__name__}.{name}"
     return None
 
 

@@ -3,7 +3,6 @@ import math
 
 import mpmath
 import numpy as np
-import pytest
 import sympy as sp
 from scipy.optimize import rosen, rosen_der, rosen_hess
 

@@ -1,7 +1,5 @@
 """Large programs: reverse accumulation, segmented kernels, from_sympy, progress reports."""
 import logging
-import os
-import sys
 
 import mpmath
 import numpy as np
@@ -11,8 +9,7 @@ import sympy as sp
 import symgrad
 from symgrad import function
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "examples"))
+import helpers  # noqa: F401  (puts examples/ on the path)
 import bench_cases  # noqa: E402
 import pendulum  # noqa: E402
 

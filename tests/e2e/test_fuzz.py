@@ -1,11 +1,8 @@
 """Differential fuzzing in the normal test run: 300 random functions (fixed seed), value,
 gradient, second and third derivatives against mpmath within a forward error bound, in
 float64 and float32, scalar calls bit for bit the batch (see examples/fuzz.py)."""
-import os
-import sys
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples"))
-import fuzz  # noqa: E402
+import helpers  # noqa: F401  (puts examples/ on the path)
+import fuzz
 
 
 def test_300_random_functions_agree_with_mpmath(tmp_path):

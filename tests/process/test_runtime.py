@@ -6,10 +6,11 @@ import textwrap
 import threading
 
 import numpy as np
+import pytest
 
 import symgrad
+from helpers import ROOT, run_python
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def lj4(p):
@@ -60,32 +61,25 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
-def _run(tmp_path, env):
-    script = tmp_path / "prog.py"
-    script.write_text(SCRIPT)
-    full = {k: v for k, v in os.environ.items() if k not in ("CC",)}
-    full.update(env)
-    full["PYTHONPATH"] = ROOT + os.pathsep + full.get("PYTHONPATH", "")
-    return subprocess.run([sys.executable, str(script)], env=full, capture_output=True, text=True, timeout=120)
-
-
+@pytest.mark.slow
 def test_cached_library_loads_without_a_compiler(tmp_path):
     cache = tmp_path / "cache"
-    first = _run(tmp_path, {"SYMGRAD_CACHE_DIR": str(cache)})
+    first = run_python(SCRIPT, tmp_path, SYMGRAD_CACHE_DIR=cache)
     assert first.returncode == 0, first.stderr
     assert list(cache.glob("_sg_*.so")) or list(cache.glob("_sg_*.pyd"))
     # a second process with no compiler anywhere on PATH
-    second = _run(tmp_path, {"SYMGRAD_CACHE_DIR": str(cache), "PATH": str(tmp_path / "empty")})
+    second = run_python(SCRIPT, tmp_path, SYMGRAD_CACHE_DIR=cache, PATH=tmp_path / "empty")
     assert second.returncode == 0, second.stderr
     assert second.stdout == first.stdout
     x, y = np.array([0.5, -1.0, 2.0]), np.array([1.0, 0.25, -3.0])
     gx = -y / (x * x + y * y) * np.exp(-x * x) - 2 * x * np.arctan2(y, x) * np.exp(-x * x) + 3 * x * x * y
     assert np.allclose(eval(first.stdout.replace("array", "np.array"))[0], gx, rtol=1e-14)
     # with an empty cache the same process must fail loudly, not guess
-    third = _run(tmp_path, {"SYMGRAD_CACHE_DIR": str(tmp_path / "other"), "PATH": str(tmp_path / "empty")})
+    third = run_python(SCRIPT, tmp_path, SYMGRAD_CACHE_DIR=tmp_path / "other", PATH=tmp_path / "empty", check=False)
     assert third.returncode != 0 and "CompileError" in third.stderr
 
 
+@pytest.mark.slow
 def test_concurrent_processes_share_one_cache_entry(tmp_path):
     cache = tmp_path / "cache"
     script = tmp_path / "prog.py"

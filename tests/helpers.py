@@ -1,0 +1,28 @@
+"""Helpers the tests share: paths, and running code in a fresh Python process."""
+import os
+import subprocess
+import sys
+import textwrap
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EXAMPLES = os.path.join(ROOT, "examples")
+if EXAMPLES not in sys.path:
+    sys.path.insert(0, EXAMPLES)
+
+
+
+def run_python(code, cwd, *argv, timeout=180, check=True, **env):
+    """Run ``code`` (dedented) as a script file in a fresh Python process inside ``cwd``,
+    with symgrad importable; returns the completed process (stdout lines via .lines)."""
+    script = os.path.join(str(cwd), f"script_{abs(hash(code)) % 10**8}.py")
+    with open(script, "w") as f:
+        f.write(textwrap.dedent(code))
+    full = {k: v for k, v in os.environ.items() if k != "CC"}
+    full["PYTHONPATH"] = os.pathsep.join([ROOT, str(cwd), full.get("PYTHONPATH", "")])
+    full.update({k: str(v) for k, v in env.items()})
+    r = subprocess.run([sys.executable, script, *map(str, argv)], env=full, capture_output=True, text=True,
+                       timeout=timeout, cwd=str(cwd))
+    if check:
+        assert r.returncode == 0, r.stderr[-4000:]
+    r.lines = r.stdout.split("\n")[:-1] if r.stdout else []
+    return r
