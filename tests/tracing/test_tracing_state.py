@@ -67,7 +67,7 @@ def test_replaced_math_and_numpy_functions_are_followed():
     (lambda x: os.urandom(1)[0] * x, "urandom"),
 ])
 def test_values_that_change_from_call_to_call_are_refused(call, name):
-    with pytest.raises(symgrad.TraceError, match=rf"(?s){name}.*test_program_keys.py.*as an argument"):
+    with pytest.raises(symgrad.TraceError, match=rf"(?s){name}.*test_tracing_state.py.*as an argument"):
         symgrad.compile(call)(1.0)
 
 
