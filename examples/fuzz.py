@@ -1,6 +1,7 @@
 """Differential fuzzing: random functions as users write them, symgrad against mpmath.
 
-    python examples/fuzz.py [N] [--seed S]     # N random functions (default 10000)
+    python examples/fuzz.py [N] [--seed S] [--start K]   # N random functions (default 10000);
+                                                         # K: begin at batch K of that sequence
 
 A hypothesis strategy draws expression trees (arithmetic, integer/negative/fractional/
 variable powers, every supported math/numpy/builtin spelling, abs/min/max/where, steps,
@@ -252,7 +253,10 @@ class Ref:
                 t = mult * F[j] * prod
                 ck += t
                 mag += abs(t)
-                eF = abs(mult) * (self.fu * abs(F[j]) + abs(F[j + 1]) * a.e[0])
+                # F[j] itself: 4 ulp, plus what an input rounded by 1 ulp moves it (a libm
+                # function near a root of its own, digamma for gamma', errs by that much), plus
+                # the error of a[0]
+                eF = abs(mult) * (self.fu * abs(F[j]) + abs(F[j + 1]) * (self.u * abs(a.c[0]) + a.e[0]))
                 eprod = sum(a.e[i] * mpmath.fprod([abs(a.c[m]) for r, m in enumerate(idx) if r != q])
                             for q, i in enumerate(idx))
                 ek += eF * abs(prod) + abs(mult * F[j]) * eprod
@@ -573,8 +577,10 @@ def _attribute(exc, style, trees_, where, dt, opts, text):
     return dict(function=None, error=f"{type(exc).__name__}: {exc}", source=text)
 
 
-def fuzz(n, seed, batch=50, where=None, verbose=False):
-    """Run ``n`` random functions in batches; returns the Report."""
+def fuzz(n, seed, batch=50, where=None, verbose=False, start=1, dump=None):
+    """Run ``n`` random functions in batches (the first ``start - 1`` are generated but not
+    run, to reproduce a later batch); returns the Report. With ``dump``, the module of each
+    batch with a finding is written there."""
     where = where or tempfile.mkdtemp(prefix="symgrad-fuzz-")
     sys.path.insert(0, where)
     total = Report()
@@ -587,28 +593,38 @@ def fuzz(n, seed, batch=50, where=None, verbose=False):
     def run(b):
         style, strategy, trees_ = b
         count[0] += 1
+        if count[0] < start:
+            return
         r = run_batch(style, strategy, trees_, seed * 100003 + count[0], where)
         total.add(r)
         if verbose:
             print(f"batch {count[0]} ({style}, {strategy}): {r}", flush=True)
+            for m in r.mismatches[:3]:
+                print("  MISMATCH", {k: v for k, v in m.items() if k != "source"}, flush=True)
+            for c in r.crashes:
+                print("  CRASH", {k: v for k, v in c.items() if k != "source"}, flush=True)
+        if dump and (r.mismatches or r.crashes):
+            with open(os.path.join(dump, f"batch{count[0]}.py"), "w") as f:
+                f.write((r.mismatches or r.crashes)[0]["source"])
 
     run()
     return total
 
 
 def main():
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    args = [a for i, a in enumerate(sys.argv[1:], 1) if not a.startswith("--")
+            and not sys.argv[i - 1].startswith("--")]
     n = int(args[0]) if args else 10000
     seed = int(sys.argv[sys.argv.index("--seed") + 1]) if "--seed" in sys.argv else 0
+    start = int(sys.argv[sys.argv.index("--start") + 1]) if "--start" in sys.argv else 1
+    dump = tempfile.mkdtemp(prefix="symgrad-fuzz-findings-")
     t = time.perf_counter()
-    report = fuzz(n, seed, verbose=True)
+    report = fuzz(n, seed, verbose=True, start=start, dump=dump)
     print(f"\n{report} in {time.perf_counter() - t:.0f} s")
     for m in report.mismatches[:20]:
         print("MISMATCH", {k: v for k, v in m.items() if k != "source"})
-    if report.mismatches:
-        with open("fuzz_mismatch.py", "w") as f:
-            f.write(report.mismatches[0]["source"])
-        print("the module of the first mismatch: fuzz_mismatch.py")
+    if report.mismatches or report.crashes:
+        print(f"modules of the batches with findings: {dump}")
     for c in report.crashes[:20]:
         print("CRASH", {k: v for k, v in c.items() if k != "source"}, "\n", c["source"])
     return 1 if report.mismatches or report.crashes else 0
