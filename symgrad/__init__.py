@@ -5,13 +5,13 @@
 """
 from __future__ import annotations
 
-from .errors import CompileError, TraceError
+from .errors import CacheError, CompileError, TraceError
 from .function import Function, Source
 from .options import Options
 
 __version__ = "0.1.0"
 __all__ = ["compile", "from_sympy", "grad", "jacobian", "hessian", "value_and_grad", "derivative",
-           "where", "Function", "Options", "TraceError", "CompileError"]
+           "where", "Function", "Options", "TraceError", "CompileError", "CacheError"]
 
 
 def compile(f=None, shapes=None, *, dtype="float64", options=None):

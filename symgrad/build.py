@@ -1,14 +1,12 @@
-"""C source -> loaded cffi library, through a content-addressed disk cache.
+"""C source -> loaded cffi library: the toolchain, its flags, and the compile itself.
 
-The source is wrapped by cffi (API mode: a real CPython extension whose calls
-release the GIL) and compiled by the system C compiler, called directly. Entries
-are keyed by everything that affects the binary and written atomically (temporary
-file + rename), so concurrent processes never see a half-written library."""
+The source is wrapped by cffi (API mode: a real CPython extension whose calls release
+the GIL) and compiled by the system C compiler, called directly, in a temporary build
+directory; cache.py decides where that directory is, stores the result and loads it."""
 from __future__ import annotations
 
 import hashlib
-import importlib.machinery
-import importlib.util
+import json
 import os
 import platform
 import shlex
@@ -19,12 +17,13 @@ import threading
 from functools import lru_cache
 from pathlib import Path
 
+from . import cache
 from .errors import CompileError
 
 VERSION = "0.1.0"
-_loaded = {}
-_lock = threading.RLock()  # guards _loaded and _building
-_building = {}  # key -> lock held while that key builds (build() retries itself with fallback flags)
+_lock = threading.Lock()  # guards _building
+_building = {}  # key -> lock held while that key builds
+_swept = set()
 
 # IEEE semantics: no -ffast-math; no FMA contraction, so every operation rounds as written
 # and results do not depend on vectorisation or thread count. sin/cos are not builtins so
@@ -41,16 +40,6 @@ def csrc_dir() -> Path:
         if (d / "symgrad_rt.h").exists():
             return d
     raise CompileError(f"symgrad's C runtime (csrc/symgrad_rt.h) is missing next to {here}")
-
-
-def cache_dir() -> Path:
-    d = os.environ.get("SYMGRAD_CACHE_DIR")
-    if not d:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        d = os.path.join(base, "symgrad")
-    p = Path(d)
-    p.mkdir(parents=True, exist_ok=True, mode=0o700)
-    return p
 
 
 def compiler():
@@ -80,11 +69,6 @@ def vector_bits():
     return 512 if wide else 256
 
 
-@lru_cache(maxsize=None)
-def _runtime_header():
-    return (csrc_dir() / "symgrad_rt.h").read_bytes()
-
-
 def flags(native=True, openmp=True, vector_math=VECTOR_MATH):
     """Compiler and linker flags of one build configuration."""
     return (BASE_FLAGS + (("-march=native",) if native else ()) + (("-fopenmp",) if openmp else ())
@@ -107,68 +91,94 @@ def toolchain():
     return h.hexdigest()
 
 
-def _path(key):
-    return cache_dir() / f"_sg_{key}{sysconfig.get_config_var('EXT_SUFFIX') or '.so'}"
+def load(key):
+    """The library built for ``key`` (in this process, or a verified cache entry), or None."""
+    return cache.lookup(key)
 
 
-def _verified(lib, key):
-    """The library if it says it was built for ``key``, else None."""
-    try:
-        ok = lib.ffi.string(lib.lib.symgrad_key()).decode() == key
-    except (AttributeError, TypeError, UnicodeDecodeError):
-        ok = False
-    return lib if ok else None
-
-
-def build(key, source, cdecl, *, parts=(), extra_flags=(), native=True, openmp=True,
-          vector_math=VECTOR_MATH):
-    """The cffi library for ``source`` (plus translation units ``parts``), filed under
-    ``key``: loaded from the cache if it is there, else compiled and stored. Different
-    keys build at the same time (each key has its own lock)."""
+def build(key, source, cdecl, *, parts=(), extra_flags=(), meta=None):
+    """The cffi library for ``source`` (plus translation units ``parts``), filed under ``key``:
+    loaded from the cache if it is there, else compiled and stored. Different keys build at
+    the same time (a lock per key). ``meta`` (JSON data: results, dtype, ...) is compiled
+    into the library, which returns it from ``symgrad_meta()`` beside ``symgrad_key()``."""
     with _lock:
-        key_lock = _building.setdefault(key, threading.RLock())
+        key_lock = _building.setdefault(key, threading.Lock())
     with key_lock:
-        lib = load(key)
+        lib = cache.lookup(key)
         if lib is not None:
             return lib
-        build_flags = flags(native, openmp, vector_math) + tuple(extra_flags)
-        path = _path(key)
-        stamp = f'\nconst char *symgrad_key(void) {{ return "{key}"; }}\n'
+        stamp = (f'\nconst char *symgrad_key(void) {{ return "{key}"; }}\n'
+                 f'const char *symgrad_meta(void) {{ return {_c_string(json.dumps(meta or {}))}; }}\n')
+        cdecl += "const char *symgrad_key(void);\nconst char *symgrad_meta(void);\n"
+        tried, failure, kept = [], None, None
+        for d in cache.building_places():
+            if d not in _swept:
+                _swept.add(d)
+                cache.sweep(d)
+            try:
+                import tempfile
+                with tempfile.TemporaryDirectory(prefix=".build-", dir=d) as tmp:
+                    so, c_file = _compile_with_fallbacks(source + stamp, cdecl, key, Path(tmp), extra_flags, parts)
+                    with open(c_file) as f:
+                        c_text = f.read()
+                    return cache.install(d, key, so, c_text)
+            except _CompilerFailed as e:
+                failure = e
+                tried.append((d, f"the C compiler failed:\n{e.stderr}"))
+                kept = kept or _keep_failed_source(d, key, e.source)
+            except cache.NotExecutable as e:
+                tried.append((d, f"compiled code cannot be loaded from there ({e})"))
+            except OSError as e:
+                tried.append((d, f"{e.strerror or e} ({e.filename or d})"))
+            if len(tried) == 1:
+                cache.warn_once(("build", str(d)), f"could not build in {d}: {tried[0][1].splitlines()[0]}; "
+                                "trying a private directory")
+        if failure is not None and all("C compiler failed" in why for _, why in tried):
+            # the compiler refused the code everywhere: its own message is the error
+            raise CompileError(f"C compiler failed ({' '.join(failure.cmd[:3])} ...)"
+                               + (f", source kept at {kept}" if kept else "") + ":\n" + failure.stderr[-4000:])
+        raise cache.fail(tried)
+
+
+def _c_string(text):
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+class _CompilerFailed(Exception):
+    """The compiler refused (or could not write) one build: its command, message and source."""
+
+    def __init__(self, cmd, stderr, source):
+        super().__init__(stderr)
+        self.cmd, self.stderr, self.source = cmd, stderr, source
+
+
+def _keep_failed_source(d, key, source):
+    """Best effort: the source the compiler refused, next to the cache, for a bug report."""
+    if source:
         try:
-            _compile(source + stamp, cdecl + "const char *symgrad_key(void);\n", key, path, build_flags, parts)
-        except CompileError as e:
-            msg = str(e).lower()
-            again = dict(parts=parts, extra_flags=extra_flags, native=native)
-            if vector_math and "mvec" in msg:  # no libmvec: scalar <math.h>
-                return build(key, source, cdecl, openmp=openmp, vector_math=False, **again)
-            if openmp and "openmp" in msg:  # a compiler without OpenMP: go serial
-                return build(key, source, cdecl, openmp=False, vector_math=False, **again)
-            raise
-        lib = _verified(_load(key, path), key)
-        if lib is None:
-            raise CompileError(f"the library built at {path} does not carry its key {key}")
-        _loaded[key] = lib
-        return lib
+            return cache.write_file(d, f"_sg_{key}.failed.c", source.encode(), 0o600)
+        except OSError:
+            return None
+    return None
 
 
-def load(key):
-    """The library cached under ``key``, or None: never compiles."""
-    with _lock:
-        lib = _loaded.get(key)
-        if lib is None:
-            path = _path(key)
-            if not path.exists():
-                return None
-            lib = _verified(_load(key, path), key)
-            if lib is not None:
-                _loaded[key] = lib
-        return lib
+def _compile_with_fallbacks(source, cdecl, key, tmp, extra_flags, parts, openmp=True, vector_math=VECTOR_MATH):
+    """Compile in ``tmp``; without libmvec, or without OpenMP, where the compiler lacks them."""
+    build_flags = flags(True, openmp, vector_math) + tuple(extra_flags)
+    try:
+        return _compile(source, cdecl, key, tmp, build_flags, parts)
+    except _CompilerFailed as e:
+        msg = e.stderr.lower()
+        if vector_math and "mvec" in msg:  # no libmvec: scalar <math.h>
+            return _compile_with_fallbacks(source, cdecl, key, tmp, extra_flags, parts, openmp, False)
+        if openmp and "openmp" in msg:  # a compiler without OpenMP: go serial
+            return _compile_with_fallbacks(source, cdecl, key, tmp, extra_flags, parts, False, False)
+        raise
 
 
-def _compile(source, cdecl, key, path, build_flags, parts=()):
-    """Compile the cffi module and any further translation units (in parallel), then link."""
-    import tempfile
-
+def _compile(source, cdecl, key, tmp, build_flags, parts=()):
+    """Compile the cffi module and any further translation units (in parallel) in ``tmp``,
+    then link; returns (library path, C file)."""
     import cffi
     cc = compiler()
     if shutil.which(cc[0]) is None:
@@ -177,32 +187,30 @@ def _compile(source, cdecl, key, path, build_flags, parts=()):
     from cffi.recompiler import make_c_source
     ffi = cffi.FFI()
     ffi.cdef(cdecl)
-    with tempfile.TemporaryDirectory(prefix=".build-", dir=path.parent) as tmp:
-        c_file = os.path.join(tmp, f"_sg_{key}.c")
-        make_c_source(ffi, f"_sg_{key}", source, c_file)
-        units = [c_file]
-        for k, part in enumerate(parts):
-            units.append(os.path.join(tmp, f"part{k}.c"))
-            with open(units[-1], "w") as f:
-                f.write(part)
-        out = os.path.join(tmp, path.name)
-        libs = [f for f in build_flags if f.startswith("-l")]
-        cflags = [*cc, *[f for f in build_flags if not f.startswith("-l")], "-I", str(csrc_dir()),
-                  "-I", sysconfig.get_paths()["include"]]
-        if len(units) == 1:
-            _run([[*cflags, c_file, "-o", out, *libs, "-lm"]], c_file, path)
-        else:
-            objs = [u[:-2] + ".o" for u in units]
-            _run([[*cflags, "-c", u, "-o", o] for u, o in zip(units, objs)], c_file, path)
-            _run([[*cc, "-shared", *[f for f in build_flags if f == "-fopenmp"], *objs, "-o", out,
-                   *libs, "-lm"]], c_file, path)
-        shutil.copyfile(c_file, path.with_name(f"_sg_{key}.c.tmp{os.getpid()}"))
-        os.replace(path.with_name(f"_sg_{key}.c.tmp{os.getpid()}"), path.with_name(f"_sg_{key}.c"))
-        os.replace(out, path)  # atomic: readers see the old state or the whole file
+    c_file = os.path.join(tmp, f"_sg_{key}.c")
+    make_c_source(ffi, f"_sg_{key}", source, c_file)
+    units = [c_file]
+    for k, part in enumerate(parts):
+        units.append(os.path.join(tmp, f"part{k}.c"))
+        with open(units[-1], "w") as f:
+            f.write(part)
+    out = os.path.join(tmp, f"_sg_{key}{cache.EXT}")
+    libs = [f for f in build_flags if f.startswith("-l")]
+    cflags = [*cc, *[f for f in build_flags if not f.startswith("-l")], "-I", str(csrc_dir()),
+              "-I", sysconfig.get_paths()["include"]]
+    if len(units) == 1:
+        _run([[*cflags, c_file, "-o", out, *libs, "-lm"]], c_file)
+    else:
+        objs = [u[:-2] + ".o" for u in units]
+        _run([[*cflags, "-c", u, "-o", o] for u, o in zip(units, objs)], c_file)
+        _run([[*cc, "-shared", *[f for f in build_flags if f == "-fopenmp"], *objs, "-o", out,
+               *libs, "-lm"]], c_file)
+    return out, c_file
 
 
-def _run(cmds, c_file, path):
-    """Run compiler commands, as many at once as there are cores; raise on the first failure."""
+def _run(cmds, c_file):
+    """Run compiler commands, as many at once as there are cores; raise on the first failure,
+    with the compiler's own message."""
     import subprocess
     pending, running = list(cmds), []
     jobs = max(1, os.cpu_count() or 1)
@@ -218,19 +226,9 @@ def _run(cmds, c_file, path):
             failed = (cmd, err)
     if failed:
         cmd, err = failed
-        kept = path.with_suffix(".failed.c")
-        shutil.copyfile(c_file, kept)
-        raise CompileError(f"C compiler failed ({' '.join(cmd[:3])} ...), source kept at {kept}:\n"
-                           + err[-4000:])
-
-
-def _load(key, path):
-    name = f"_sg_{key}"
-    loader = importlib.machinery.ExtensionFileLoader(name, str(path))
-    spec = importlib.util.spec_from_file_location(name, str(path), loader=loader)
-    try:
-        mod = importlib.util.module_from_spec(spec)
-        loader.exec_module(mod)
-    except ImportError as e:
-        raise CompileError(f"could not load compiled kernel {path}: {e}") from e
-    return mod
+        try:
+            with open(c_file) as f:
+                source = f.read()
+        except OSError:
+            source = None
+        raise _CompilerFailed(cmd, err, source)

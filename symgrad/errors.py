@@ -7,3 +7,7 @@ class TraceError(Exception):
 
 class CompileError(Exception):
     """Generating, compiling or loading a kernel failed."""
+
+
+class CacheError(Exception):
+    """The kernel cache directory cannot be used safely (another user could change what runs)."""

@@ -170,16 +170,26 @@ class Function:
         return self.kernel.source
 
     def _library(self):
-        """The loaded kernel: from the cache when one was built for this key, else built now."""
+        """The loaded kernel: from the cache when one was built for this key, else built now.
+        The library itself says what it computes (its kernel, dtype and result shapes); a
+        library that says otherwise than this Function expects is discarded and rebuilt."""
         with self._lock:
             if self._plan is None:
-                from . import build
-                shapes, key = self.result_shapes(), self.key
+                from . import build, cache
+                key = self.key
+                meta = {"kernel": self.c_name, "dtype": str(self.dtype),
+                        "results": [list(s) for s in self.result_shapes()]}
                 lib = build.load(key)
+                if lib is not None and cache.library_meta(lib) != meta:
+                    cache.warn_once(("meta", key), f"the cached kernel {key[:12]} describes another "
+                                    "kernel; it is rebuilt")
+                    cache.discard(key)
+                    lib = None
                 if lib is None:
                     k = self.kernel
                     with stage(self.c_name, "C compile", lambda: f" ({k.ops} operations)"):
-                        lib = build.build(key, k.source, k.cdecl, parts=k.parts, extra_flags=k.cflags)
+                        lib = build.build(key, k.source, k.cdecl, parts=k.parts, extra_flags=k.cflags, meta=meta)
+                shapes = [tuple(s) for s in cache.library_meta(lib)["results"]]
                 self._plan = calling.Plan(self.c_name, self.args, shapes, self.dtype, self._structure, lib,
                                           self.options.stream_bytes)
             return self._plan
@@ -192,10 +202,13 @@ class Function:
     # -- derived functions ---------------------------------------------------------------
     @property
     def expr(self):
-        """The sympy expression(s) this Function evaluates, in closed form."""
+        """The sympy expression(s) this Function evaluates, in closed form (written with
+        sympy's own functions; what is compiled is their real form: NaN outside the domain)."""
         import sympy as sp
+
+        from .realfns import standard
         prog = self.symbolic()
-        flat = prog.inlined()
+        flat = [standard(e) for e in prog.inlined()]
         outs, k = [], 0
         for o in prog.outputs:
             part = flat[k:k + o.size]

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from fractions import Fraction
 
+import numpy as np
+
 
 @dataclass(frozen=True)
 class Arg:
@@ -75,7 +77,7 @@ class Program:
 def const_key(c):
     """The exact node of a Python/numpy number, or None: floats by their bits (-0.0 and
     nan stay themselves), integers and fractions exactly."""
-    if isinstance(c, bool):
+    if isinstance(c, (bool, np.bool_)):  # Python's and numpy's booleans
         return ("const", "i", int(c))
     if isinstance(c, numbers.Integral):
         return ("const", "i", int(c))

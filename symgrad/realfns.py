@@ -14,7 +14,10 @@ from sympy.logic.boolalg import BooleanFunction
 
 
 class RealFunction(sp.Function):
-    """A function whose value is real (or NaN) for every real argument."""
+    """A function whose value is real (or NaN) for every real argument. ``standard`` is the
+    same function in sympy's own terms (for showing a result, never for computing one)."""
+
+    standard = None
 
     def _eval_is_extended_real(self):
         return True
@@ -35,6 +38,7 @@ class RealFunction(sp.Function):
 
 class Abs(RealFunction):
     nargs = 1
+    standard = sp.Abs
 
     def fdiff(self, argindex=1):
         return Sign(self.args[0])
@@ -61,6 +65,7 @@ class Sign(RealFunction):
     """numpy's sign: 1, -1, 0 for either zero, NaN for NaN."""
 
     nargs = 1
+    standard = sp.sign
 
     def fdiff(self, argindex=1):
         return sp.S.Zero
@@ -84,6 +89,7 @@ class Cbrt(RealFunction):
     """The real cube root (negative for negative arguments, as math.cbrt)."""
 
     nargs = 1
+    standard = staticmethod(lambda x: sp.real_root(x, 3))
 
     def fdiff(self, argindex=1):
         return 1 / (3 * Cbrt(self.args[0]) ** 2)
@@ -116,10 +122,12 @@ class _Step(RealFunction):
 
 class Floor(_Step):
     _f = staticmethod(lambda x: sp.floor(x))
+    standard = sp.floor
 
 
 class Ceiling(_Step):
     _f = staticmethod(lambda x: sp.ceiling(x))
+    standard = sp.ceiling
 
 
 class Trunc(_Step):
@@ -188,6 +196,7 @@ class RealPow(RealFunction):
     exponent."""
 
     nargs = 2
+    standard = staticmethod(lambda a, b: a ** b)
 
     def fdiff(self, argindex=1):
         a, b = self.args
@@ -220,6 +229,7 @@ class Log(RealFunction):
     """log(x): -inf at 0, NaN below (sympy's log of a negative number is complex)."""
 
     nargs = 1
+    standard = sp.log
 
     def fdiff(self, argindex=1):
         return 1 / self.args[0]
@@ -233,7 +243,7 @@ class Log(RealFunction):
         return sp.log(x)
 
 
-def _domain_function(name, sympy_fn, derivative, inside, np_name):
+def _domain_function(name, sympy_fn, derivative, inside, np_name, standard):
     """A real function that sympy evaluates only inside its domain (``inside(x)``), numpy's
     value (NaN, ±inf) elsewhere; ``derivative(x)`` is its real derivative."""
 
@@ -247,15 +257,60 @@ def _domain_function(name, sympy_fn, derivative, inside, np_name):
         return derivative(self.args[0])
 
     return type(name, (RealFunction,), {"nargs": 1, "_number": classmethod(_number), "fdiff": fdiff,
-                                        "c_name": np_name})
+                                        "standard": staticmethod(standard)})
 
 
 _HALF = sp.Rational(1, 2)
-Asin = _domain_function("Asin", sp.asin, lambda x: RealPow(1 - x * x, -_HALF), lambda x: abs(x) <= 1, "arcsin")
-Acos = _domain_function("Acos", sp.acos, lambda x: -RealPow(1 - x * x, -_HALF), lambda x: abs(x) <= 1, "arccos")
-Acosh = _domain_function("Acosh", sp.acosh, lambda x: RealPow(x * x - 1, -_HALF), lambda x: x >= 1, "arccosh")
-Atanh = _domain_function("Atanh", sp.atanh, lambda x: 1 / (1 - x * x), lambda x: abs(x) < 1, "arctanh")
-Log1p = _domain_function("Log1p", lambda x: sp.log(1 + x), lambda x: 1 / (1 + x), lambda x: x > -1, "log1p")
-Log2 = _domain_function("Log2", lambda x: sp.log(x) / sp.log(2), lambda x: 1 / (x * sp.log(2)), lambda x: x > 0, "log2")
-Log10 = _domain_function("Log10", lambda x: sp.log(x) / sp.log(10), lambda x: 1 / (x * sp.log(10)), lambda x: x > 0,
-                         "log10")
+Asin = _domain_function("Asin", sp.asin, lambda x: RealPow(1 - x * x, -_HALF), lambda x: abs(x) <= 1, "arcsin",
+                        sp.asin)
+Acos = _domain_function("Acos", sp.acos, lambda x: -RealPow(1 - x * x, -_HALF), lambda x: abs(x) <= 1, "arccos",
+                        sp.acos)
+Acosh = _domain_function("Acosh", sp.acosh, lambda x: RealPow(x * x - 1, -_HALF), lambda x: x >= 1, "arccosh",
+                         sp.acosh)
+Atanh = _domain_function("Atanh", sp.atanh, lambda x: 1 / (1 - x * x), lambda x: abs(x) < 1, "arctanh", sp.atanh)
+Log1p = _domain_function("Log1p", lambda x: sp.log(1 + x), lambda x: 1 / (1 + x), lambda x: x > -1, "log1p",
+                         lambda x: sp.log(1 + x))
+Log2 = _domain_function("Log2", lambda x: sp.log(x) / sp.log(2), lambda x: 1 / (x * sp.log(2)), lambda x: x > 0,
+                        "log2", lambda x: sp.log(x) / sp.log(2))
+Log10 = _domain_function("Log10", lambda x: sp.log(x) / sp.log(10), lambda x: 1 / (x * sp.log(10)),
+                         lambda x: x > 0, "log10", lambda x: sp.log(x) / sp.log(10))
+
+
+def standard(expr):
+    """``expr`` with symgrad's real functions written as sympy's own (for reading it)."""
+    return expr.replace(lambda e: isinstance(e, RealFunction) and e.standard is not None,
+                        lambda e: e.standard(*e.args))
+
+
+class Negation(BooleanFunction):
+    """not c, kept as it is: sympy's Not(x > 0) becomes x <= 0, which is false for NaN."""
+
+    nargs = 1
+
+    @classmethod
+    def eval(cls, c):
+        if c is sp.true or c is sp.false:
+            return sp.false if c is sp.true else sp.true
+        if isinstance(c, Negation):
+            return c.args[0]
+        return None
+
+    def _eval_as_set(self):
+        raise NotImplementedError("Negation is kept as it is")
+
+
+class Recip(RealFunction):
+    """1 / c for a float constant c, printed as a division by c (x / 0.1 is not x * 10.0 in
+    floating point; sympy would fold 1/0.1 into a rounded number)."""
+
+    nargs = 1
+    standard = staticmethod(lambda c: 1 / c)
+
+    @classmethod
+    def eval(cls, c):
+        if not c.is_Float:
+            return 1 / c
+        return None
+
+    def fdiff(self, argindex=1):
+        return -Recip(self.args[0]) ** 2

@@ -140,6 +140,11 @@ def to_sympy(prog: Program) -> SymProgram:
             operands = [val[i] for i in node[1:]]
             if op in ("div", "pow"):
                 e = _IEEE[op](*operands, negative_zero=_negative_zero(prog.nodes[node[2]]))
+            elif op == "atan2" and _negative_zero(prog.nodes[node[1]]):
+                e = -sp.atan2(sp.S.Zero, operands[1])  # atan2(-0.0, x): the lower half plane
+            elif op == "copysign" and prog.nodes[node[2]][0] == "const":
+                e = -R.Abs(operands[0]) if math.copysign(1, float(const_value(prog.nodes[node[2]]))) < 0 \
+                    else R.Abs(operands[0])  # the sign of a constant, -0.0 included
             else:
                 e = _apply(op, operands)
             val.append(record(e))
@@ -153,8 +158,9 @@ def _number(node):
         return sp.Integer(v)
     if isinstance(v, Fraction):
         return sp.Rational(v.numerator, v.denominator)
-    if isinstance(v, float):
-        return sp.Float(v) if math.isfinite(v) else sp.nan if math.isnan(v) else sp.oo if v > 0 else -sp.oo
+    if isinstance(v, float):  # at 113 bits, so that folding constants is exact (math.fsum)
+        return sp.Float(v, precision=113) if math.isfinite(v) else sp.nan if math.isnan(v) else \
+            sp.oo if v > 0 else -sp.oo
     return _NAMED[v]
 
 
@@ -172,6 +178,8 @@ def _div(a, b, negative_zero=False):
         if a.is_Number:
             return sp.nan if a.is_zero or a is sp.nan else inf if a > 0 else -inf
         return a * inf
+    if isinstance(b, sp.Float):  # x / 0.1 stays a division (sympy would multiply by 1/0.1 rounded)
+        return a * R.Recip(b)
     return a / b
 
 
@@ -193,6 +201,8 @@ def _relation(rel, negate=False):
     def f(a, b):
         if a is sp.nan or b is sp.nan:
             return sp.true if negate else sp.false  # IEEE: only != holds
+        if a == b:  # sympy would call x == x true; at run time x may be NaN
+            return R.IsNan(a) if negate else sp.false if rel in (sp.Lt, sp.Gt) else R.Negation(R.IsNan(a))
         return rel(a, b)
     return f
 
@@ -214,7 +224,8 @@ OPS = {
     "eq": _relation(sp.Eq), "ne": _relation(sp.Ne, negate=True),
     "isnan": R.IsNan, "isinf": R.IsInf, "isfinite": lambda a: sp.Not(R.IsNan(a) | R.IsInf(a)),
     "and": lambda a, b: sp.And(_bool(a), _bool(b)), "or": lambda a, b: sp.Or(_bool(a), _bool(b)),
-    "not": lambda a: sp.Not(_bool(a)), "select": lambda c, a, b: sp.Piecewise((a, _bool(c)), (b, True)),
+    "not": lambda a: R.Negation(_bool(a)),  # (sympy's Not(x > 0) is x <= 0: wrong for NaN)
+    "select": lambda c, a, b: sp.Piecewise((a, _bool(c)), (b, True)),
 }
 
 

@@ -16,7 +16,7 @@ from sympy.printing.c import C99CodePrinter
 from sympy.codegen.cfunctions import exp2, expm1, hypot, log1p, log2, log10
 
 from ..errors import CompileError
-from ..realfns import RealFunction
+from ..realfns import Recip, RealFunction
 
 # Kernel-internal C names are "n", "i", "t<k>" and "sg_*"; user names are kept clear of them.
 _C_RESERVED = set(C99CodePrinter.reserved_words) | {"n", "i", "restrict", "inline"}
@@ -62,11 +62,22 @@ class Printer(C99CodePrinter):
         return "1.0F" if self.target.real == "float" else "1.0"
 
     def _print_Mul(self, e):
-        # x/10 as a division, as written, not as x times a rounded 1/10
+        # x/10 and x/0.1 as divisions, as written, not as x times a rounded 1/10
+        recips = [f for f in e.args if isinstance(f, Recip)]
+        if recips:
+            rest = sp.Mul(*[f for f in e.args if not isinstance(f, Recip)])
+            den = "*".join(self._print(f.args[0]) for f in recips)
+            return f"({self._print(rest)})/{den if len(recips) == 1 else '(' + den + ')'}"
         c, rest = e.as_coeff_Mul()
         if c.is_Rational and not c.is_Integer and rest != 1:
             return f"({self._print(c.p * rest)})/{self._print(sp.Integer(c.q))}"
         return super()._print_Mul(e)
+
+    def _print_Recip(self, e):
+        return f"{self._one()}/{self._print(e.args[0])}"
+
+    def _print_Negation(self, e):
+        return f"!({self._print(e.args[0])})"
 
     def _print_Integer(self, e):
         # Beyond 2**53 a C integer literal could overflow; a double literal is what is meant.

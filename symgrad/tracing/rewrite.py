@@ -13,7 +13,7 @@ from __future__ import annotations
 import __future__
 import ast
 import builtins
-import copy
+import inspect
 import functools
 import hashlib
 import itertools
@@ -80,22 +80,29 @@ def intercept(f):
             return f if new is fn else types.MethodType(new, f.__self__)
     if t is functools.partial:
         return functools.partial(intercept(f.func), *f.args, **f.keywords)
-    if isinstance(f, type):
-        return _constructor(f)
     if _takes_callbacks(f):
         return _with_callbacks(f)
-    call = getattr(t, "__call__", None)
-    if type(call) is types.FunctionType and t.__module__ != "builtins":
-        new = function(call)
-        if new is not call:
-            return types.MethodType(new, f)
+    if isinstance(f, type):
+        return _constructor(f)
+    if t.__module__ != "builtins":
+        call = inspect.getattr_static(t, "__call__", None)  # as Python finds it: static, class or plain
+        if isinstance(call, staticmethod):
+            return intercept(call.__func__)
+        if isinstance(call, classmethod):
+            return types.MethodType(intercept(call.__func__), t)
+        if type(call) is types.FunctionType:
+            new = function(call)
+            if new is not call:
+                return types.MethodType(new, f)
     return f
 
 
 def function(f):
-    """``f`` recompiled with its calls intercepted, or ``f`` itself (library code, or no
-    source that matches the running code)."""
+    """``f`` recompiled with its calls intercepted, or ``f`` itself (library code, code the
+    rewriter made, or no source that matches the running code)."""
     code = f.__code__
+    if code in _made:
+        return f  # a function defined inside rewritten code: already rewritten
     hit = _codes.get(code, False)
     if hit is False:
         with _lock:
@@ -103,16 +110,24 @@ def function(f):
     if hit is None:
         return f
     if hit is _PROXY:
-        return types.FunctionType(code, _Globals(f.__globals__), f.__name__, f.__defaults__, f.__closure__)
-    new_code, idx = hit
-    old = f.__closure__ or ()
-    closure = tuple(_CELL if k < 0 else old[k] for k in idx)
-    g = types.FunctionType(new_code, f.__globals__, f.__name__, f.__defaults__, closure or None)
+        g = types.FunctionType(code, _Globals(f.__globals__), f.__name__, f.__defaults__, f.__closure__)
+    else:
+        g = types.FunctionType(hit, f.__globals__, f.__name__, f.__defaults__, f.__closure__)
     g.__kwdefaults__ = f.__kwdefaults__
     return g
 
 
-_CELL = types.CellType(intercept)
+# The rewritten code calls the interceptor by this name, found among the builtins: no local,
+# no cell, no global of the user's module changes (locals() and co_freevars stay as written).
+setattr(builtins, CALL, intercept)
+_made = set()  # code objects the rewriter made (nested ones included)
+
+
+def _remember(code):
+    _made.add(code)
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            _remember(c)
 
 
 def _constructor(cls):
@@ -205,20 +220,53 @@ class _Builtins(dict):
 
 
 class _ModuleView:
-    """A module whose callable attributes are read through ``intercept``."""
+    """A module whose functions are read through ``intercept``; writes go to the module."""
 
     def __init__(self, module):
-        self.__dict__["_module"] = module
+        object.__setattr__(self, "_module", module)
 
     def __getattr__(self, k):
-        return _view(getattr(self.__dict__["_module"], k))
+        return _view(getattr(object.__getattribute__(self, "_module"), k))
+
+    def __setattr__(self, k, v):
+        setattr(object.__getattribute__(self, "_module"), k, v)
+
+    def __delattr__(self, k):
+        delattr(object.__getattribute__(self, "_module"), k)
+
+
+class _CallableView:
+    """A callable object of the user's, called through ``intercept``; its attributes, writes
+    and isinstance are the object's."""
+
+    def __init__(self, obj):
+        object.__setattr__(self, "_obj", obj)
+
+    @property
+    def __class__(self):
+        return type(object.__getattribute__(self, "_obj"))
+
+    def __call__(self, *a, **k):
+        obj = object.__getattribute__(self, "_obj")
+        return intercept(obj)(*a, **k)
+
+    def __getattr__(self, k):
+        return getattr(object.__getattribute__(self, "_obj"), k)
+
+    def __setattr__(self, k, v):
+        setattr(object.__getattribute__(self, "_obj"), k, v)
 
 
 def _view(v):
+    """What code without source reads for a global value: functions through ``intercept``,
+    callable objects of the user's through a view that calls them so (classes stay classes)."""
     if isinstance(v, types.ModuleType):
         return _ModuleView(v)
-    if callable(v) and not isinstance(v, type):  # classes stay classes (isinstance)
+    if isinstance(v, (types.FunctionType, types.MethodType, types.BuiltinFunctionType, functools.partial,
+                      np.ufunc)) or standin(v) is not None or _takes_callbacks(v):
         return intercept(v)
+    if not isinstance(v, type) and callable(v) and is_user_code(type(v).__module__, _module_file(type(v))):
+        return _CallableView(v)
     return v
 
 
@@ -233,22 +281,24 @@ def _rewrite(f):
     if not is_user_code(module, code.co_filename):
         return None
     try:
-        node, imports = _find(code, f.__globals__)
-        new = _compile(node, code, transform=True, imports=imports)
+        if CALL not in getattr(f, "__builtins__", vars(builtins)):
+            raise _NoSource("it runs with builtins of its own")
+        text, node, imports = _find(code, f.__globals__)
+        new = _compile(text, node, code, transform=True, imports=imports)
     except _NoSource as e:
         if _reads_globals_only(code):
             return _PROXY
         values.UNREWRITTEN[code] = str(e)
         return None
-    where = {name: k for k, name in enumerate(code.co_freevars)}
-    idx = tuple(-1 if name == CALL else where[name] for name in new.co_freevars)
-    return new, idx
+    _remember(new)
+    return new
 
 
 _trees = {}
 
 
 def _tree(filename, module_globals):
+    """(source text, AST) of a file, parsed once per content."""
     lines = linecache.getlines(filename, module_globals)
     if not lines:
         raise _NoSource(f"no source for {filename}")
@@ -261,13 +311,14 @@ def _tree(filename, module_globals):
         except (SyntaxError, ValueError) as e:
             raise _NoSource(f"its file does not parse ({e})") from None
         _trees[key] = tree
-    return tree
+    return text, tree
 
 
 def _find(code, module_globals):
-    """The AST of the function whose compiled code is ``code``."""
-    tree = _tree(code.co_filename, module_globals)
+    """(file text, AST node, module imports) of the function whose compiled code is ``code``."""
+    text, tree = _tree(code.co_filename, module_globals)
     lam = code.co_name == "<lambda>"
+    imports = _imports(tree)
     for node in ast.walk(tree):
         if lam:
             if not (isinstance(node, ast.Lambda) and node.lineno == code.co_firstlineno):
@@ -276,8 +327,8 @@ def _find(code, module_globals):
                   and code.co_firstlineno in (node.lineno, *[d.lineno for d in node.decorator_list[:1]])):
             continue
         try:
-            if _same(_compile(node, code, transform=False, imports=_imports(tree)), code):
-                return node, _imports(tree)
+            if _same(_compile(text, node, code, transform=False, imports=imports), code):
+                return text, node, imports
         except (SyntaxError, ValueError, StopIteration):
             continue
     raise _NoSource("its source on disk is not the code that runs (edited since it was imported?)")
@@ -296,34 +347,44 @@ def _imports(tree):
     return found
 
 
-def _compile(node, code, transform, imports):
+def _fresh(text, node):
+    """A new AST of ``node``'s own source, at its original line numbers (parsing it again
+    is much cheaper than copying the tree)."""
+    segment = ast.get_source_segment(text, node, padded=True)
+    if isinstance(node, ast.Lambda):
+        new, shift = ast.parse(segment.strip(), mode="eval").body, 1
+    elif segment[:1].isspace():  # an indented def (a method, a nested function)
+        new, shift = ast.parse("if 1:\n" + segment).body[0].body[0], 2
+    else:
+        new, shift = ast.parse(segment).body[0], 1
+    ast.increment_lineno(new, node.lineno - shift)
+    return new
+
+
+def _compile(text, node, code, transform, imports):
     """Compile ``node`` as a function nested in one whose parameters are ``code``'s free
     variables, so that it refers to the same cells (and globals) as ``code``; the module's
     imports come along (they are compiled, never run)."""
-    node = copy.deepcopy(node)
+    node = _fresh(text, node)
     _strip(node)
     cls = _class_of(code)
     if cls:
         _Mangle(cls).visit(node)
     if transform:
         _Calls().visit(node)
-    params = list(code.co_freevars) + ([CALL] if transform else [])
-    args = ast.arguments(posonlyargs=[], args=[ast.arg(p) for p in params], vararg=None, kwonlyargs=[],
-                         kw_defaults=[], kwarg=None, defaults=[])
+    at = dict(lineno=node.lineno, col_offset=0, end_lineno=node.lineno, end_col_offset=0)
+    args = ast.arguments(posonlyargs=[], args=[ast.arg(p, **at) for p in code.co_freevars], vararg=None,
+                         kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[])
     if isinstance(node, ast.Lambda):
-        body = [ast.Return(node)]
+        body = [ast.Return(node, **at)]
     else:  # the def must not bind its name in the wrapper: recursion refers to the global
-        body = [] if node.name in code.co_freevars else [ast.Global([node.name])]
-        body += [node, ast.Return(ast.Name(node.name, ast.Load()))]
-    make = ast.FunctionDef(name=_MAKE, args=args, body=body, decorator_list=[], returns=None)
+        body = [] if node.name in code.co_freevars else [ast.Global([node.name], **at)]
+        body += [node, ast.Return(ast.Name(node.name, ast.Load(), **at), **at)]
+    make = ast.FunctionDef(name=_MAKE, args=args, body=body, decorator_list=[], returns=None, **at)
     if "type_params" in ast.FunctionDef._fields:
         make.type_params = []
-    mod = ast.Module([*imports, make], [])
-    for n in ast.walk(make):  # the wrapper takes the function's first line, the body its own
-        if not hasattr(n, "lineno") and "lineno" in getattr(n, "_attributes", ()):
-            ast.copy_location(n, node)
-    ast.fix_missing_locations(mod)
-    top = compile(mod, code.co_filename, "exec", flags=code.co_flags & _FUTURE, dont_inherit=True)
+    top = compile(ast.Module([*imports, make], []), code.co_filename, "exec", flags=code.co_flags & _FUTURE,
+                  dont_inherit=True)
     outer = next(c for c in top.co_consts if isinstance(c, types.CodeType) and c.co_name == _MAKE)
     return next(c for c in outer.co_consts if isinstance(c, types.CodeType) and c.co_name == code.co_name)
 
@@ -421,5 +482,7 @@ class _Calls(ast.NodeTransformer):
         self.generic_visit(n)
         if isinstance(n.func, ast.Name) and n.func.id == "super":
             return n
-        n.func = ast.copy_location(ast.Call(ast.Name(CALL, ast.Load()), [n.func], []), n.func)
+        f = n.func
+        hook = ast.copy_location(ast.Name(CALL, ast.Load()), f)
+        n.func = ast.copy_location(ast.Call(hook, [f], []), f)
         return n

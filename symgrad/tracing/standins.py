@@ -27,8 +27,19 @@ def _op(original, op):
     def f(*args):
         if not traced(args):
             return original(*args)
-        return apply(op, *args)
+        return apply(op, *[_scalar(a, original) for a in args])
     return f
+
+
+def _scalar(a, fn):
+    """A math function's argument: a number; an array of one element is that element (as
+    Python's math takes it)."""
+    if isinstance(a, np.ndarray):
+        if a.size != 1:
+            raise TraceError(f"{getattr(fn, '__name__', 'a math function')}() takes a number, got an array "
+                             f"of shape {a.shape} at {user_site()}: use the numpy function (np.sin ...)")
+        return a.reshape(-1)[0]
+    return a
 
 
 def _unsupported(name, original):
@@ -52,9 +63,14 @@ def _fold(original, combine, start):
 
 
 def _log(x, base=None):
+    x = _scalar(x, math.log)
     if base is None:
         return apply("log", x)
-    return apply("log", x) / apply("log", base) if isinstance(base, Value) else apply("log", x) / math.log(base)
+    base = _scalar(base, math.log)
+    t = x if isinstance(x, Value) else base
+    b = t.b
+    lg = lambda v: apply("log", v) if isinstance(v, Value) else Value(b, b.node("log", b.const(v)))  # noqa: E731
+    return lg(x) / lg(base)  # log(2) stays exact until C
 
 
 def _hypot(*xs):
@@ -95,9 +111,9 @@ def _flat(args):
 def _minmax(original, pick):
     @functools.wraps(original)
     def f(*args, **kw):
-        xs = list(args[0]) if len(args) == 1 else list(args)
+        xs = list(args[0]) if len(args) == 1 else list(args)  # (an iterator is consumed here)
         if not traced(xs):
-            return original(*args, **kw)
+            return original(xs, **kw) if len(args) == 1 else original(*args, **kw)
         if kw.get("key") is not None:
             raise TraceError(f"{original.__name__}(..., key=...) over traced values at {user_site()}: "
                              "write the comparison with symgrad.where")
@@ -109,12 +125,12 @@ def _minmax(original, pick):
     return f
 
 
-def _pow(x, y, mod=None):
+def _pow(base, exp, mod=None):
     if mod is not None:
-        if traced([x, y, mod]):
+        if traced([base, exp, mod]):
             raise TraceError(f"pow(x, y, mod) on traced values at {user_site()} is not differentiable")
-        return builtins.pow(x, y, mod)
-    return x**y
+        return builtins.pow(base, exp, mod)
+    return base**exp
 
 
 def _npwhere(cond, *ab):
@@ -123,9 +139,16 @@ def _npwhere(cond, *ab):
     return np.where(cond, *ab)
 
 
-def _npclip(a, lo=None, hi=None, *args, **kw):
-    if not traced([a, lo, hi]) or args or kw:
-        return np.clip(a, lo, hi, *args, **kw)
+def _npclip(a, *args, **kw):
+    bounds = list(args[:2]) + [None] * (2 - len(args[:2]))
+    for k, names in ((0, ("a_min", "min")), (1, ("a_max", "max"))):
+        for name in names:
+            if name in kw and kw[name] is not np._NoValue:
+                bounds[k] = kw[name]
+    rest = {k: v for k, v in kw.items() if k not in ("a_min", "min", "a_max", "max")}
+    lo, hi = bounds
+    if not traced([a, lo, hi]) or args[2:] or rest:
+        return np.clip(a, *args, **kw)
     r = a if lo is None else elementwise(_frompyfunc("maximum", 2), (a, lo))
     return r if hi is None else elementwise(_frompyfunc("minimum", 2), (r, hi))
 
@@ -240,7 +263,7 @@ def _reduce(pyfunc, name, arr, axis=0, dtype=None, keepdims=False, initial=np._N
     for a in axes:
         res = pyfunc.reduce(res, axis=a)
     if initial is not np._NoValue:
-        res = pyfunc(res, initial)
+        res = elementwise(pyfunc, (res, initial))
     if keepdims:
         res = np.asarray(res, dtype=object).reshape([1 if k in axes else n for k, n in enumerate(arr.shape)])
     return res
@@ -270,11 +293,15 @@ def volatile(f):
     (Recognised by module and owner names, so that neither random nor numpy.random is
     imported to ask.)"""
     owner = getattr(f, "__self__", None)
+    if owner is None:
+        owner = getattr(f, "__objclass__", None)  # random.Random.random, unbound
     name = getattr(f, "__name__", "")
     cls = owner if isinstance(owner, type) else type(owner)
-    owner_mod = getattr(cls, "__module__", "") or ""
-    if owner is not None and (owner_mod in ("random", "_random") or owner_mod.startswith("numpy.random")):
-        return f"{owner_mod}.{cls.__name__}.{name}"
+    if owner is not None:
+        for base in getattr(cls, "__mro__", ()):  # a subclass of random.Random draws the same way
+            mod = getattr(base, "__module__", "") or ""
+            if mod in ("random", "_random") or mod.startswith("numpy.random"):
+                return f"{mod}.{base.__name__}.{name}"
     mod = getattr(f, "__module__", None) or ""
     if mod.split(".")[0] in _VOLATILE_MODULES or mod.startswith("numpy.random"):
         return f"{mod}.{name}"

@@ -53,7 +53,10 @@ def ref(b, x):
 
 def apply(op, *xs):
     """The traced result of ``op`` on traced values and numbers (at least one traced)."""
-    b = next(x.b for x in xs if isinstance(x, (Value, Condition)))
+    b = next((x.b for x in xs if isinstance(x, (Value, Condition))), None)
+    if b is None:
+        raise TraceError(f"{op} of {', '.join(type(x).__name__ for x in xs)} at {user_site()}: expected a "
+                         "traced value among the arguments")
     refs = []
     for x in xs:
         r = x.i if isinstance(x, Condition) and x.b is b else ref(b, x)
@@ -148,6 +151,12 @@ class Value:
     def conjugate(self):
         return self
 
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self  # a traced value is immutable: copies are itself
+
     @property
     def real(self):
         return self
@@ -185,6 +194,16 @@ class Condition:
         return apply("not", self)
 
     __rand__, __ror__ = __and__, __or__
+
+    def __array_ufunc__(self, ufunc, method, *args, **kw):
+        from .standins import array_ufunc
+        return array_ufunc(ufunc, method, args, kw)
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
 
     def __repr__(self):
         return f"Condition(t{self.i})"

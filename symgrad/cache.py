@@ -1,0 +1,415 @@
+"""The kernel cache on disk: where it lives, what it trusts, how entries are written and loaded.
+
+A cache is a directory owned by the current user and writable by nobody else; symgrad
+never follows a symlink in it, never loads a file it did not verify, and writes every
+file with explicit modes (0600, 0700) through unique temporary names and an atomic
+rename. An entry for key K is ``_sg_K.json`` (what the library file is called and its
+SHA-256) plus that library file (named by its own hash, so two processes writing K at
+once never mix one's metadata with the other's library). A damaged entry is removed and
+rebuilt with a warning; a cache that cannot be written, or whose files cannot be mapped
+executable, degrades to a private directory with one warning. No sympy here."""
+from __future__ import annotations
+
+import hashlib
+import importlib.machinery
+import importlib.util
+import json
+import os
+import re
+import stat
+import sysconfig
+import tempfile
+import threading
+import time
+import warnings
+from pathlib import Path
+
+from .errors import CacheError, CompileError
+
+FORMAT = 1
+EXT = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+_loaded = {}   # key -> loaded cffi module
+_lock = threading.RLock()
+_warned = set()
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_POSIX = hasattr(os, "getuid")
+
+
+class CacheWarning(UserWarning):
+    """symgrad could not use its cache as it is and went on another way (said once)."""
+
+
+def warn_once(what, message):
+    if what not in _warned:
+        _warned.add(what)
+        warnings.warn(f"symgrad: {message}", CacheWarning, stacklevel=4)
+
+
+# -- which directory ----------------------------------------------------------------------
+def unsafe(path):
+    """Why ``path`` may not be used as a cache directory, or None if it may: it must be a real
+    directory (not a symlink), owned by the current user, writable by no one else."""
+    try:
+        st = os.lstat(path)
+    except OSError as e:
+        return f"it cannot be examined ({e.strerror})"
+    if stat.S_ISLNK(st.st_mode):
+        return "it is a symbolic link"
+    if not stat.S_ISDIR(st.st_mode):
+        return "it is not a directory"
+    if _POSIX and st.st_uid != os.getuid():
+        return f"it is owned by another user (uid {st.st_uid}, you are {os.getuid()})"
+    if _POSIX and st.st_mode & 0o022:
+        return f"it is writable by {'others' if st.st_mode & 0o002 else 'its group'} (mode {stat.S_IMODE(st.st_mode):o})"
+    return None
+
+
+def _make_private(path):
+    """Create ``path`` (and missing parents) as 0700 directories; the reason it is unusable, or None."""
+    try:
+        parent = os.path.dirname(path)
+        if parent and not os.path.isdir(parent):
+            os.makedirs(parent, mode=0o700, exist_ok=True)
+        os.mkdir(path, 0o700)
+        os.chmod(path, 0o700)  # whatever the umask
+    except FileExistsError:
+        pass
+    except OSError as e:
+        return f"it cannot be created ({e.strerror})"
+    return unsafe(path)
+
+
+def _default_location():
+    base = os.environ.get("XDG_CACHE_HOME")
+    if not base or not os.path.isabs(base):
+        home = os.environ.get("HOME")
+        if not home:
+            try:
+                import pwd
+                home = pwd.getpwuid(os.getuid()).pw_dir
+            except (ImportError, KeyError, OSError):
+                home = None
+        base = os.path.join(home, ".cache") if home and os.path.isabs(home) else None
+    return os.path.join(base, "symgrad") if base else None
+
+
+def private_dir():
+    """A directory for this user alone in the system's temporary directory (kernels built
+    when the cache cannot be used); created if needed, never one someone else made."""
+    uid = os.getuid() if _POSIX else 0
+    path = os.path.join(tempfile.gettempdir(), f"symgrad-{uid}")
+    if _make_private(path) is None:
+        return Path(path)
+    return Path(tempfile.mkdtemp(prefix=f"symgrad-{uid}-"))
+
+
+_dir = {}
+
+
+def directory():
+    """The cache directory: ``$SYMGRAD_CACHE_DIR`` (an unsafe one raises CacheError), else
+    ``$XDG_CACHE_HOME/symgrad`` or ``~/.cache/symgrad``, else (with one warning) a private
+    temporary directory."""
+    explicit = os.environ.get("SYMGRAD_CACHE_DIR")
+    key = ("explicit", explicit) if explicit else ("default", os.environ.get("XDG_CACHE_HOME"),
+                                                   os.environ.get("HOME"))
+    with _lock:
+        if key in _dir:
+            return _dir[key]
+        if explicit:
+            path = os.path.abspath(explicit)
+            why = _make_private(path) if not os.path.lexists(path) else unsafe(path)
+            if why:
+                raise CacheError(f"SYMGRAD_CACHE_DIR={explicit!r} cannot be used: {why}. symgrad loads "
+                                 "native code from its cache, so the directory must be yours alone: "
+                                 "`chmod 700` it, or point SYMGRAD_CACHE_DIR at a directory you own")
+            _dir[key] = Path(path)
+        else:
+            path = _default_location()
+            why = _make_private(path) if path else "no home directory is known (HOME is unset)"
+            if why:
+                fallback = private_dir()
+                warn_once(("default", path), f"the cache directory {path} cannot be used ({why}); "
+                          f"kernels go to {fallback} instead")
+                _dir[key] = fallback
+            else:
+                _dir[key] = Path(path)
+        return _dir[key]
+
+
+# -- reading and verifying entries ----------------------------------------------------------
+def _meta_path(d, key):
+    return d / f"_sg_{key}.json"
+
+
+def _open_own(path):
+    """fd of a regular file of ours that only we can write, or None (absent); raises
+    _Damaged if the file is there but not one symgrad may trust."""
+    try:
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise _Damaged(f"{path.name} cannot be opened ({e.strerror})") from None
+    st = os.fstat(fd)
+    why = None
+    if not stat.S_ISREG(st.st_mode):
+        why = "it is not a regular file"
+    elif _POSIX and st.st_uid != os.getuid():
+        why = "it belongs to another user"
+    elif _POSIX and st.st_mode & 0o022:
+        why = f"it is writable by others (mode {stat.S_IMODE(st.st_mode):o})"
+    if why:
+        os.close(fd)
+        raise _Damaged(f"{path.name}: {why}")
+    return fd
+
+
+class _Damaged(Exception):
+    """A cache entry that is there but cannot be trusted."""
+
+
+def _read_all(fd):
+    chunks = []
+    while True:
+        b = os.read(fd, 1 << 20)
+        if not b:
+            return b"".join(chunks)
+        chunks.append(b)
+
+
+def _library_file(d, key):
+    """(library path, its open fd) of the entry for ``key`` after checking its metadata and
+    hash, or None if there is no entry; raises _Damaged otherwise."""
+    fd = _open_own(_meta_path(d, key))
+    if fd is None:
+        return None
+    try:
+        meta = json.loads(_read_all(fd).decode())
+    except (ValueError, UnicodeDecodeError):
+        raise _Damaged("its metadata is not valid") from None
+    finally:
+        os.close(fd)
+    name = meta.get("library") if isinstance(meta, dict) else None
+    if meta.get("format") != FORMAT or meta.get("key") != key or not isinstance(name, str) or \
+            not re.fullmatch(rf"_sg_{re.escape(key)}-[0-9a-f]{{16}}{re.escape(EXT)}", name):
+        raise _Damaged("its metadata does not describe this kernel")
+    lib = d / name
+    fd = _open_own(lib)
+    if fd is None:
+        raise _Damaged("its library file is missing")
+    data = _read_all(fd)
+    if hashlib.sha256(data).hexdigest() != meta.get("sha256"):
+        os.close(fd)
+        raise _Damaged("its library file does not match its recorded hash (truncated or altered)")
+    return lib, fd
+
+
+def _dlopen(key, path, fd):
+    """Load the library at ``path``, verified through the open ``fd``: the path must still be
+    that very file (the directory is ours alone, so nobody else can swap it in between)."""
+    st, now = os.fstat(fd), os.stat(path, follow_symlinks=False)
+    if (st.st_dev, st.st_ino) != (now.st_dev, now.st_ino):
+        raise _Damaged("its library file changed while it was being checked")
+    origin = str(path)
+    name = f"_sg_{key}"
+    loader = importlib.machinery.ExtensionFileLoader(name, origin)
+    spec = importlib.util.spec_from_file_location(name, origin, loader=loader)
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    return mod
+
+
+def _verified_key(mod, key):
+    try:
+        return mod.ffi.string(mod.lib.symgrad_key()).decode() == key
+    except (AttributeError, TypeError, UnicodeDecodeError):
+        return False
+
+
+class NotExecutable(Exception):
+    """A verified library that the system refuses to map (a noexec mount)."""
+
+
+def load_from(d, key):
+    """The library for ``key`` from directory ``d``: None if absent; a damaged entry is removed
+    (with a warning) and None returned; NotExecutable if it cannot be mapped there."""
+    try:
+        found = _library_file(d, key)
+        if found is None:
+            return None
+        path, fd = found
+        try:
+            mod = _dlopen(key, path, fd)
+        except ImportError as e:
+            if _noexec(d) or "map" in str(e).lower() and "segment" in str(e).lower():
+                raise NotExecutable(str(e)) from None
+            raise _Damaged(f"it does not load ({e})") from None
+        finally:
+            os.close(fd)
+        if not _verified_key(mod, key):
+            raise _Damaged("the library was built for another kernel")
+        return mod
+    except _Damaged as e:
+        warn_once(("damaged", key), f"the cached kernel {key[:12]} in {d} was damaged ({e}); it is rebuilt")
+        remove(d, key)
+        return None
+
+
+def _noexec(d):
+    try:
+        return bool(os.statvfs(d).f_flag & getattr(os, "ST_NOEXEC", 0))
+    except OSError:
+        return False
+
+
+def remove(d, key):
+    """Remove the entry for ``key`` (best effort: a read-only cache keeps it)."""
+    for p in list(d.glob(f"_sg_{key}.json")) + list(d.glob(f"_sg_{key}-*{EXT}")):
+        try:
+            os.unlink(p)  # unlink removes a symlink itself, never its target
+        except OSError:
+            pass
+
+
+# -- writing entries ---------------------------------------------------------------------------
+def write_file(d, name, data, mode):
+    """Write ``data`` to ``d/name`` through a unique temporary file and an atomic rename."""
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=d)
+    try:
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, d / name)
+        return d / name
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def store(d, key, library_file, source=None):
+    """Put the compiled library (a file in a build directory) into ``d`` as the entry for
+    ``key``; returns the library's final path. Raises OSError if ``d`` cannot be written."""
+    with open(library_file, "rb") as f:
+        data = f.read()
+    digest = hashlib.sha256(data).hexdigest()
+    name = f"_sg_{key}-{digest[:16]}{EXT}"
+    write_file(d, name, data, 0o700)
+    if source is not None:
+        write_file(d, f"_sg_{key}.c", source.encode(), 0o600)
+    meta = {"format": FORMAT, "key": key, "library": name, "sha256": digest, "size": len(data),
+            "created": time.time()}
+    write_file(d, f"_sg_{key}.json", json.dumps(meta).encode(), 0o600)
+    for old in d.glob(f"_sg_{key}-*{EXT}"):  # libraries of earlier writes of this key
+        if old.name != name:
+            try:
+                os.unlink(old)
+            except OSError:
+                pass
+    return d / name
+
+
+def sweep(d, max_age=86400.0):
+    """Remove build and temporary files of builds that died (older than ``max_age`` s)."""
+    now = time.time()
+    try:
+        entries = list(os.scandir(d))
+    except OSError:
+        return
+    for e in entries:
+        if not e.name.startswith((".build-", ".tmp-")):
+            continue
+        try:
+            st = e.stat(follow_symlinks=False)
+            if now - st.st_mtime < max_age or (_POSIX and st.st_uid != os.getuid()):
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                import shutil
+                shutil.rmtree(e.path, ignore_errors=True)
+            else:
+                os.unlink(e.path)
+        except OSError:
+            pass
+
+
+# -- the cache as build.py sees it -------------------------------------------------------------
+def lookup(key):
+    """The loaded library for ``key`` (this process's, or a verified cache entry), or None."""
+    with _lock:
+        mod = _loaded.get(key)
+        if mod is not None:
+            return mod
+        for d in _places():
+            try:
+                mod = load_from(d, key)
+            except NotExecutable as e:
+                warn_once(("noexec", str(d)), f"{d} does not allow loading compiled code ({e}); "
+                          "kernels are built in a private directory instead")
+                continue
+            if mod is not None:
+                _loaded[key] = mod
+                return mod
+        return None
+
+
+def _places():
+    """Directories a kernel may be found in: the cache, then the private directory (kernels
+    built there when the cache could not take them)."""
+    d = directory()
+    out = [d]
+    p = _private.get("dir")
+    if p is not None and p != d:
+        out.append(p)
+    return out
+
+
+_private = {}
+
+
+def building_places():
+    """Where to build, in order: the cache, then the private directory."""
+    d = directory()
+    places = [d] if not _noexec(d) else []
+    p = _private.get("dir") or private_dir()
+    _private["dir"] = p
+    if p != d:
+        places.append(p)
+    return places
+
+
+def install(d, key, library_file, source):
+    """Store a built library in ``d`` and load it; on failure raise OSError/NotExecutable."""
+    path = store(d, key, library_file, source)
+    mod = load_from(d, key)
+    if mod is None:
+        raise OSError(f"the kernel stored at {path} could not be read back")
+    with _lock:
+        _loaded[key] = mod
+    return mod
+
+
+def fail(places_tried):
+    """The CompileError for a kernel that could be built nowhere."""
+    lines = "\n".join(f"  {d}: {why}" for d, why in places_tried)
+    return CompileError("symgrad could not build or load the kernel anywhere:\n" + lines +
+                        "\nSet SYMGRAD_CACHE_DIR to a directory of yours on a local, writable filesystem "
+                        "that allows executing code.")
+
+
+def library_meta(mod):
+    """What the library says it computes (symgrad_meta(): kernel name, dtype, result shapes)."""
+    try:
+        return json.loads(mod.ffi.string(mod.lib.symgrad_meta()).decode())
+    except (AttributeError, TypeError, ValueError, UnicodeDecodeError):
+        return None
+
+
+def discard(key):
+    """Forget and remove the entry for ``key`` (it was found to describe another kernel)."""
+    with _lock:
+        _loaded.pop(key, None)
+        for d in _places():
+            remove(d, key)
