@@ -298,24 +298,23 @@ _trees = {}
 
 
 def _tree(filename, module_globals):
-    """(source text, AST) of a file, parsed once per content."""
+    """(source lines, AST) of a file, parsed once per content."""
     lines = linecache.getlines(filename, module_globals)
     if not lines:
         raise _NoSource(f"no source for {filename}")
     text = "".join(lines)
     key = (filename, hashlib.sha1(text.encode()).hexdigest())
-    tree = _trees.get(key)
-    if tree is None:
+    if key not in _trees:
         try:
             tree = ast.parse(text, filename)
         except (SyntaxError, ValueError) as e:
             raise _NoSource(f"its file does not parse ({e})") from None
-        _trees[key] = tree
-    return text, tree
+        _trees[key] = (lines, tree)
+    return _trees[key]
 
 
 def _find(code, module_globals):
-    """(file text, AST node, module imports) of the function whose compiled code is ``code``."""
+    """(file lines, AST node, module imports) of the function whose compiled code is ``code``."""
     text, tree = _tree(code.co_filename, module_globals)
     lam = code.co_name == "<lambda>"
     imports = _imports(tree)
@@ -347,18 +346,21 @@ def _imports(tree):
     return found
 
 
-def _fresh(text, node):
+def _fresh(lines, node):
     """A new AST of ``node``'s own source, at its original line numbers (parsing it again
-    is much cheaper than copying the tree)."""
-    segment = ast.get_source_segment(text, node, padded=True)
-    if isinstance(node, ast.Lambda):
-        new, shift = ast.parse(segment.strip(), mode="eval").body, 1
-    elif segment[:1].isspace():  # an indented def (a method, a nested function)
-        new, shift = ast.parse("if 1:\n" + segment).body[0].body[0], 2
+    is much cheaper than copying the tree; blank lines in front put it at its place)."""
+    first, last = node.lineno - 1, node.end_lineno - 1
+    cut = lambda line, a, b=None: line.encode()[a:b].decode()  # noqa: E731  (offsets count UTF-8 bytes)
+    if first == last:
+        segment = " " * node.col_offset + cut(lines[first], node.col_offset, node.end_col_offset)
     else:
-        new, shift = ast.parse(segment).body[0], 1
-    ast.increment_lineno(new, node.lineno - shift)
-    return new
+        segment = " " * node.col_offset + cut(lines[first], node.col_offset) + "".join(lines[first + 1:last]) \
+            + cut(lines[last], 0, node.end_col_offset)
+    if isinstance(node, ast.Lambda):  # an expression: parenthesised, so it may span lines
+        return ast.parse("\n" * first + "(" + segment.lstrip() + ")", mode="eval").body
+    if node.col_offset:  # an indented def (a method, a nested function)
+        return ast.parse("\n" * (first - 1) + "if 1:\n" + segment).body[0].body[0]
+    return ast.parse("\n" * first + segment).body[0]
 
 
 def _compile(text, node, code, transform, imports):

@@ -170,3 +170,10 @@ def test_code_without_source_keeps_defaults_objects_and_module_writes():
     cfg.k = 1.0
     assert symgrad.compile(ns["f"])(0.3) == pytest.approx(want, rel=1e-15)
     assert cfg.k == 3.0
+
+
+_PAIR = ("naïve é", lambda x: math.sin(x) * 2.0)  # the lambda's column counts UTF-8 bytes
+
+
+def test_source_with_non_ascii_text_before_the_function():
+    assert symgrad.compile(_PAIR[1]).grad(0.0) == 2.0
