@@ -115,7 +115,7 @@ class Source:
         if op == "var":
             return var if var is not None else self.var(t[1])
         if op == "const":
-            return repr(t[1])
+            return f"({t[1]!r})" if t[1] < 0 else repr(t[1])  # -1.5 ** 2 would be -(1.5 ** 2)
         if op in ("add", "sub", "mul", "div"):
             return f"({e(t[1])} {'+-*/'[('add', 'sub', 'mul', 'div').index(op)]} {e(t[2])})"
         if op == "neg":

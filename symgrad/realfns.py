@@ -47,8 +47,8 @@ class Abs(RealFunction):
     def eval(cls, x):
         if x.is_Number:
             return abs(x)
-        if isinstance(x, (Abs, Sign)):
-            return x if isinstance(x, Abs) else Abs(x)
+        if isinstance(x, Abs):
+            return x
         if x.is_extended_nonnegative:
             return x
         if x.is_extended_negative:

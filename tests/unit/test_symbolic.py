@@ -68,3 +68,10 @@ def test_abs_and_sign_of_anything_have_real_derivatives():
     assert not d.has(sp.re, sp.im, sp.Derivative, sp.arg)
     e, (x,) = convert(lambda b, a: b.node("mul", a[0], b.node("sign", b.node("cbrt", a[0]))))
     assert not sp.diff(e, x, 2).has(sp.Derivative)
+
+
+def test_abs_of_sign_and_of_abs():
+    e, (x,) = convert(lambda b, a: b.node("abs", b.node("sign", a[0])))
+    assert isinstance(e, R.Abs) and isinstance(e.args[0], R.Sign)  # |sign(x)|: no simpler form (0 at 0)
+    e, (x,) = convert(lambda b, a: b.node("abs", b.node("abs", a[0])))
+    assert e == R.Abs(x)
