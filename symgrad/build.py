@@ -23,6 +23,8 @@ from .errors import CompileError
 VERSION = "0.1.0"
 _lock = threading.Lock()  # guards _building
 _building = {}  # key -> lock held while that key builds
+if hasattr(os, "register_at_fork"):  # a thread of the parent may have held them at the fork
+    os.register_at_fork(after_in_child=lambda: (globals().update(_lock=threading.Lock()), _building.clear()))
 _swept = set()
 
 # IEEE semantics: no -ffast-math; no FMA contraction, so every operation rounds as written

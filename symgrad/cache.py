@@ -32,6 +32,8 @@ _loaded = {}   # key -> loaded cffi module
 _lock = threading.RLock()
 _warned = set()
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+if hasattr(os, "register_at_fork"):  # a thread of the parent may have held it at the fork
+    os.register_at_fork(after_in_child=lambda: globals().update(_lock=threading.RLock()))
 _POSIX = hasattr(os, "getuid")
 
 
@@ -372,7 +374,11 @@ _private = {}
 def building_places():
     """Where to build, in order: the cache, then the private directory."""
     d = directory()
-    places = [d] if not _noexec(d) else []
+    places = [d]
+    if _noexec(d):
+        places = []
+        warn_once(("noexec", str(d)), f"{d} is on a filesystem that does not allow loading compiled code "
+                  "(noexec); kernels are built in a private directory instead")
     p = _private.get("dir") or private_dir()
     _private["dir"] = p
     if p != d:

@@ -2,6 +2,7 @@
 and the store policy of large batches. No sympy."""
 from __future__ import annotations
 
+import os
 import threading
 import time
 from math import prod
@@ -10,6 +11,24 @@ import numpy as np
 
 CTYPES = {"float64": "double", "float32": "float"}
 _PYNUM = (float, int, np.float64)
+# Inputs that must be copied (broadcast, strided, misaligned) are copied this many bytes of
+# points at a time, so a broadcast input never costs the memory of the whole batch.
+CHUNK_BYTES = 1 << 20
+SERIAL = 4  # batch mode bit: run on the calling thread alone
+
+
+class _Fork:
+    """After os.fork() the child's OpenMP runtime has no threads but thinks it has (it would
+    wait for them forever): a forked child runs every kernel on its calling thread."""
+    forked = False
+
+
+def _after_fork_in_child():
+    _Fork.forked = True
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class Stores:
@@ -95,9 +114,8 @@ class Plan:
             raise ValueError("the batch dimensions of the arguments do not broadcast: "
                              + ", ".join(f"{name}: {b}" for (name, _), b in zip(self.args, batches))) from None
         n = prod(batch)
-        ins = [x if b == batch and x.flags.c_contiguous and x.flags.aligned else
-               np.require(x if b == batch else np.broadcast_to(x, batch + core), requirements="CA")
-               for x, b, (_, core) in zip(arrays, batches, self.args)]
+        ready = [b == batch and x.flags.c_contiguous and x.flags.aligned for x, b in zip(arrays, batches)]
+        ins = [x if ok else np.broadcast_to(x, batch + core) for x, ok, (_, core) in zip(arrays, ready, self.args)]
         results = self._outputs(out, batch)
         # Write straight into a result only if it is C-contiguous, aligned and shares no memory
         # with an input (the kernel's pointers are restrict); otherwise through a scratch array.
@@ -105,24 +123,35 @@ class Plan:
                 and not any(np.may_share_memory(r, x) for x in ins) else np.empty(r.shape, r.dtype)
                 for r in results]
         if n:
-            ffi, ct = self.ffi, self.ctype
-            ptrs = [ffi.from_buffer(ct, x) for x in ins] + [ffi.from_buffer(ct, w, require_writable=True)
-                                                           for w in work]
-            nbytes = n * self.total * self.itemsize
-            stores = self.stores if nbytes >= self.stream_bytes else None
-            if stores is None:
-                self.batch(n, 0, *ptrs)
-            else:
-                mode = stores.pick()
-                t = time.perf_counter()
-                self.batch(n, mode, *ptrs)
-                stores.record(mode, (time.perf_counter() - t) / nbytes)
+            if all(ready):
+                self._run(n, ins, work)
+            else:  # inputs to copy: a chunk of points at a time (a broadcast input stays small)
+                per_point = sum(x.itemsize * prod(core) for x, ok, (_, core) in zip(ins, ready, self.args) if not ok)
+                for idx in _chunks(batch, max(1024, CHUNK_BYTES // max(per_point, 1))):
+                    outs = [w[idx] for w in work]
+                    part = [x[idx] if ok else np.require(x[idx], requirements="CA") for x, ok in zip(ins, ready)]
+                    self._run(outs[0].size // self.sizes[0], part, outs)
         for r, w in zip(results, work):
             if r is not w:
                 r[...] = w
         if out is not None:
             return out
         return nest(self.structure, [r[()] if r.ndim == 0 else r for r in results])
+
+    def _run(self, n, ins, outs):
+        """One kernel call on n points of C-contiguous inputs and results."""
+        ffi, ct = self.ffi, self.ctype
+        ptrs = [ffi.from_buffer(ct, x) for x in ins] + [ffi.from_buffer(ct, w, require_writable=True) for w in outs]
+        nbytes = n * self.total * self.itemsize
+        serial = SERIAL if _Fork.forked else 0
+        stores = self.stores if nbytes >= self.stream_bytes else None
+        if stores is None:
+            self.batch(n, serial, *ptrs)
+        else:
+            mode = stores.pick()
+            t = time.perf_counter()
+            self.batch(n, mode | serial, *ptrs)
+            stores.record(mode, (time.perf_counter() - t) / nbytes)
 
     def _outputs(self, out, batch):
         shapes = [batch + s for s in self.shapes]
@@ -225,3 +254,15 @@ def flatten(structure, value):
 
 def describe(structure):
     return "an array" if isinstance(structure, int) else f"a tuple of {len(structure)}"
+
+
+def _chunks(batch, points):
+    """Index tuples that cover a C-ordered batch in order, each a block of at most about
+    ``points`` points that is contiguous in every C-contiguous array of that batch shape."""
+    k = 0
+    while k < len(batch) - 1 and prod(batch[k + 1:]) > points:
+        k += 1
+    step = max(1, points // max(prod(batch[k + 1:]), 1))
+    for outer in np.ndindex(*batch[:k]):
+        for lo in range(0, batch[k], step):
+            yield outer + (slice(lo, min(lo + step, batch[k])),)

@@ -37,9 +37,15 @@ def stage(function, what, detail=lambda: ""):
 
 
 def c_identifier(name):
-    """An ASCII C identifier for any Python name."""
-    s = re.sub(r"[^0-9A-Za-z_]", "_", name or "f")
-    return ("f_" + s) if not s or s[0].isdigit() else s
+    """A valid ASCII C identifier for any name: the name itself where it is one, else the name
+    with other characters replaced and a short hash of the original (fünf and f_nf differ)."""
+    name = name or "f"
+    s = re.sub(r"[^0-9A-Za-z_]", "_", name)
+    if s[0].isdigit():
+        s = "f_" + s
+    if s != name:
+        s += "_" + hashlib.sha1(name.encode()).hexdigest()[:8]
+    return s
 
 
 class Source:
@@ -82,7 +88,7 @@ class Function:
             dt = None
         if str(dt) not in calling.CTYPES:
             raise ValueError(f"dtype must be 'float64' or 'float32', got {dtype!r}")
-        self.name, self.dtype = c_identifier(name), dt
+        self.py_name, self.name, self.dtype = name, c_identifier(name), dt
         self.args = args  # ((name, core shape), ...), known before tracing
         self.options = options or _options.DEFAULT
         self._source, self._steps, self._structure = source, tuple(steps), structure
@@ -161,7 +167,7 @@ class Function:
                     prog = optimize(prog, self.options)
                 with stage(self.c_name, "generate C"):
                     self._kernel = render(prog, self.c_name, TARGETS["c", str(self.dtype)], vector_bits(),
-                                          self.options)
+                                          self.options, title=f"{self.py_name} ({self.kind})")
             return self._kernel
 
     @property
@@ -236,7 +242,7 @@ class Function:
         key = (step, tag)
         with self._lock:
             if key not in self._derived:
-                self._derived[key] = Function(self.name, self._source, self.dtype, args=self.args,
+                self._derived[key] = Function(self.py_name, self._source, self.dtype, args=self.args,
                                               options=self.options, steps=self._steps + (step,),
                                               structure=structure)
             return self._derived[key]
@@ -279,11 +285,11 @@ class Function:
     # -- calling ------------------------------------------------------------------------
     def __call__(self, *args, out=None):
         plan = self._plan or self._library()
-        return plan(args, out, f"{self.name} ({self.kind})")
+        return plan(args, out, f"{self.py_name} ({self.kind})")
 
     def __repr__(self):
         args = ", ".join(f"{name}{list(shape)}" for name, shape in self.args)
-        return f"<symgrad.Function {self.c_name}({args}) {self.dtype}>"
+        return f"<symgrad.Function {self.py_name} {self.kind}({args}) {self.dtype}>"
 
 
 def _each_leaf(structure, f):
