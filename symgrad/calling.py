@@ -259,6 +259,9 @@ def describe(structure):
 def _chunks(batch, points):
     """Index tuples that cover a C-ordered batch in order, each a block of at most about
     ``points`` points that is contiguous in every C-contiguous array of that batch shape."""
+    if not batch:
+        yield ()
+        return
     k = 0
     while k < len(batch) - 1 and prod(batch[k + 1:]) > points:
         k += 1

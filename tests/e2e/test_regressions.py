@@ -159,3 +159,13 @@ def test_from_sympy_piecewise_and_multi_axis_reductions():
     X = np.array([[1.0, 2.0], [3.0, 4.0]])
     assert G(X) == 10 + 4 + 2.5 + 6
     np.testing.assert_array_equal(G.grad(X), [[1.25, 2.25], [1.25, 3.25]])
+
+
+def test_strided_inputs_of_every_batch_shape_take_the_chunked_path():
+    F = symgrad.compile(lambda v, w: v[0] * w - v[1], shapes=[(2,), ()])
+    rng = np.random.default_rng(4)
+    for batch in [(), (7,), (3, 5), (2, 1, 4)]:
+        v = rng.uniform(-1, 1, (2,) + batch).T if batch else rng.uniform(-1, 1, 2)[::-1]  # not C-contiguous
+        w = rng.uniform(-1, 1, batch[-1:])  # broadcast along the rest
+        want = v[..., 0] * w - v[..., 1]
+        np.testing.assert_array_equal(F(v, w), want)
