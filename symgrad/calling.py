@@ -260,7 +260,7 @@ def _chunks(batch, points):
     """Index tuples that cover a C-ordered batch in order, each a block of at most about
     ``points`` points that is contiguous in every C-contiguous array of that batch shape."""
     if not batch:
-        yield ()
+        yield (Ellipsis,)  # the one point: a view (x[()] of a 0-d array would be a copy)
         return
     k = 0
     while k < len(batch) - 1 and prod(batch[k + 1:]) > points:
