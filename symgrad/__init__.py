@@ -5,13 +5,13 @@
 """
 from __future__ import annotations
 
-from .errors import CacheError, CompileError, TraceError
+from .errors import CacheError, CacheWarning, CompileError, TraceError
 from .function import Function, Source
 from .options import Options
 
 __version__ = "0.1.0"
 __all__ = ["compile", "from_sympy", "grad", "jacobian", "hessian", "value_and_grad", "derivative",
-           "where", "Function", "Options", "TraceError", "CompileError", "CacheError"]
+           "where", "Function", "Options", "TraceError", "CompileError", "CacheError", "CacheWarning"]
 
 
 def compile(f=None, shapes=None, *, dtype="float64", options=None):

@@ -24,7 +24,7 @@ import time
 import warnings
 from pathlib import Path
 
-from .errors import CacheError, CompileError
+from .errors import CacheError, CacheWarning, CompileError
 
 FORMAT = 1
 EXT = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
@@ -35,10 +35,6 @@ _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 if hasattr(os, "register_at_fork"):  # a thread of the parent may have held it at the fork
     os.register_at_fork(after_in_child=lambda: globals().update(_lock=threading.RLock()))
 _POSIX = hasattr(os, "getuid")
-
-
-class CacheWarning(UserWarning):
-    """symgrad could not use its cache as it is and went on another way (said once)."""
 
 
 def warn_once(what, message):

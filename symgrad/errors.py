@@ -11,3 +11,7 @@ class CompileError(Exception):
 
 class CacheError(Exception):
     """The kernel cache directory cannot be used safely (another user could change what runs)."""
+
+
+class CacheWarning(UserWarning):
+    """symgrad could not use its cache as it is and went on another way (said once)."""
