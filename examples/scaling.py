@@ -51,7 +51,7 @@ def worker(atoms, what):
     o = optimize.optimize(d, opts)
     t["optimize"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    k = render.render(o, f"lj{atoms}_{what}", render.TARGETS["c", "float64"], build.vector_bits(), opts)
+    k = render.render(o, f"lj{atoms}_{what}", render.TARGETS["cpu", "float64"], build.vector_bits(), opts)
     t["generate C"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     build.build(f"scaling_{prog.key[:24]}_{what}", k.source, k.cdecl, parts=k.parts, extra_flags=k.cflags)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from . import cache
 from .errors import CompileError
+from .render.target import TARGETS
 
 VERSION = "0.1.0"
 _lock = threading.Lock()  # guards _building
@@ -27,13 +28,9 @@ if hasattr(os, "register_at_fork"):  # a thread of the parent may have held them
     os.register_at_fork(after_in_child=lambda: (globals().update(_lock=threading.Lock()), _building.clear()))
 _swept = set()
 
-# IEEE semantics: no -ffast-math; no FMA contraction, so every operation rounds as written
-# and results do not depend on vectorisation or thread count. sin/cos are not builtins so
-# that gcc keeps them apart (its sincos fusion cannot be vectorised).
-BASE_FLAGS = ("-O3", "-fno-math-errno", "-ffp-contract=off", "-fno-builtin-sin", "-fno-builtin-cos",
-              "-fPIC", "-shared")
 # glibc's vector math library (see csrc/symgrad_rt.h); x86-64 Linux only.
 VECTOR_MATH = sys.platform.startswith("linux") and platform.machine() in ("x86_64", "AMD64")
+CPU = TARGETS["cpu", "float64"]  # the flags of in-process kernels (the same for float)
 
 
 def csrc_dir() -> Path:
@@ -71,10 +68,10 @@ def vector_bits():
     return 512 if wide else 256
 
 
-def flags(native=True, openmp=True, vector_math=VECTOR_MATH):
-    """Compiler and linker flags of one build configuration."""
-    return (BASE_FLAGS + (("-march=native",) if native else ()) + (("-fopenmp",) if openmp else ())
-            + (("-lmvec",) if vector_math and openmp else ("-DSYMGRAD_NO_VECTOR_MATH",)))
+def flags(openmp=True, vector_math=VECTOR_MATH):
+    """Compiler and linker flags of one build configuration of an in-process kernel."""
+    return (CPU.flags + (CPU.openmp_flags if openmp else ())
+            + (CPU.vector_math_flags if vector_math and openmp else CPU.no_vector_math_flags))
 
 
 @lru_cache(maxsize=None)
@@ -166,7 +163,7 @@ def _keep_failed_source(d, key, source):
 
 def _compile_with_fallbacks(source, cdecl, key, tmp, extra_flags, parts, openmp=True, vector_math=VECTOR_MATH):
     """Compile in ``tmp``; without libmvec, or without OpenMP, where the compiler lacks them."""
-    build_flags = flags(True, openmp, vector_math) + tuple(extra_flags)
+    build_flags = flags(openmp, vector_math) + tuple(extra_flags)
     try:
         return _compile(source, cdecl, key, tmp, build_flags, parts)
     except _CompilerFailed as e:
@@ -197,16 +194,16 @@ def _compile(source, cdecl, key, tmp, build_flags, parts=()):
         with open(units[-1], "w") as f:
             f.write(part)
     out = os.path.join(tmp, f"_sg_{key}{cache.EXT}")
-    libs = [f for f in build_flags if f.startswith("-l")]
+    libs = [f for f in build_flags if f.startswith("-l")] + list(CPU.libs)
     cflags = [*cc, *[f for f in build_flags if not f.startswith("-l")], "-I", str(csrc_dir()),
               "-I", sysconfig.get_paths()["include"]]
     if len(units) == 1:
-        _run([[*cflags, c_file, "-o", out, *libs, "-lm"]], c_file)
+        _run([[*cflags, c_file, "-o", out, *libs]], c_file)
     else:
         objs = [u[:-2] + ".o" for u in units]
         _run([[*cflags, "-c", u, "-o", o] for u, o in zip(units, objs)], c_file)
-        _run([[*cc, "-shared", *[f for f in build_flags if f == "-fopenmp"], *objs, "-o", out,
-               *libs, "-lm"]], c_file)
+        _run([[*cc, *CPU.link_flags, *[f for f in build_flags if f in CPU.openmp_flags], *objs, "-o", out, *libs]],
+             c_file)
     return out, c_file
 
 

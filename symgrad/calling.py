@@ -9,7 +9,8 @@ from math import prod
 
 import numpy as np
 
-CTYPES = {"float64": "double", "float32": "float"}
+from .render.target import TARGETS
+
 _PYNUM = (float, int, np.float64)
 # Inputs that must be copied (broadcast, strided, misaligned) are copied this many bytes of
 # points at a time, so a broadcast input never costs the memory of the whole batch.
@@ -73,15 +74,15 @@ class Plan:
     """A loaded kernel and the fixed facts needed to call it."""
 
     def __init__(self, name, args, shapes, dtype, structure, lib, stream_bytes):
-        ffi, c_name = lib.ffi, name
+        target = TARGETS["cpu", str(dtype)]
         self.name, self.args = name, args  # ((argument name, core shape), ...)
-        self.ffi, self.batch = ffi, getattr(lib.lib, c_name + "_batch")
-        self.scalar = getattr(lib.lib, c_name + "_scalar", None)
-        self.stores = Stores() if getattr(lib.lib, c_name + "_streams")() else None
+        self.ffi, self.batch = lib.ffi, getattr(lib.lib, target.entry(name, "batch"))
+        self.scalar = getattr(lib.lib, target.entry(name, "scalar"), None)
+        self.stores = Stores() if getattr(lib.lib, target.entry(name, "streams"))() else None
         self.stream_bytes = stream_bytes
         self.dtype, self.itemsize = dtype, dtype.itemsize
         self.nargs, self.structure = len(args), structure
-        self.ctype = CTYPES[str(dtype)] + "[]"
+        self.ctype = target.real + "[]"
         self.scalar_type = dtype.type
         self.shapes = [tuple(s) for s in shapes]
         self.sizes = [prod(s) for s in self.shapes]

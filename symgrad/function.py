@@ -86,7 +86,7 @@ class Function:
             dt = np.dtype(dtype)
         except TypeError:
             dt = None
-        if str(dt) not in calling.CTYPES:
+        if str(dt) not in ("float64", "float32"):
             raise ValueError(f"dtype must be 'float64' or 'float32', got {dtype!r}")
         self.py_name, self.name, self.dtype = name, c_identifier(name), dt
         self.args = args  # ((name, core shape), ...), known before tracing
@@ -166,7 +166,7 @@ class Function:
                 with stage(self.c_name, "optimize", lambda: f" ({len(prog.body)} assignments)"):
                     prog = optimize(prog, self.options)
                 with stage(self.c_name, "generate C"):
-                    self._kernel = render(prog, self.c_name, TARGETS["c", str(self.dtype)], vector_bits(),
+                    self._kernel = render(prog, self.c_name, TARGETS["cpu", str(self.dtype)], vector_bits(),
                                           self.options, title=f"{self.py_name} ({self.kind})")
             return self._kernel
 

@@ -7,7 +7,7 @@ import pytest
 import sympy as sp
 
 import symgrad
-from symgrad.render.c import check_real
+from symgrad.render.printer import check_real
 from symgrad.symbolic import SymArg, SymOutput, SymProgram
 
 EDGES = np.array([-2.0, -0.0, 0.0, 1.5, np.inf, -np.inf, np.nan])

@@ -1,0 +1,129 @@
+"""Program -> schedule: the order, grouping and naming of a kernel's statements, as plain data.
+
+A Schedule says which statements a kernel runs, in segments of bounded size (each its own
+C function, so the C compiler's superlinear work stays cheap), which temporaries pass from
+one segment to a later one through a scratch array, which result entries are numbers that
+need no statement, and the C name of everything. Every emitter (cpu.py, c99.py, cuda.py)
+prints the same schedule; none of this is text."""
+from __future__ import annotations
+
+import keyword
+import re
+from dataclasses import dataclass
+
+import sympy as sp
+from sympy.printing.c import C99CodePrinter
+
+from ..errors import CompileError
+
+# Kernel-internal C names are "n", "i", "t<k>" and "sg_*"; user names are kept clear of them.
+_C_RESERVED = set(C99CodePrinter.reserved_words) | {"n", "i", "restrict", "inline", "int64_t", "NAN", "INFINITY"}
+
+
+@dataclass(frozen=True)
+class Slot:
+    """An argument or a result as the kernel sees it: a C name and a number of entries."""
+    name: str
+    size: int
+    shape: tuple
+    label: str  # its name in the Python function (for documentation)
+
+
+@dataclass(frozen=True)
+class Schedule:
+    name: str        # the kernel's C name
+    args: tuple      # of Slot
+    results: tuple   # of Slot
+    names: dict      # input symbol or temporary -> C name
+    inputs: dict     # input symbol -> (argument index, entry)
+    segments: tuple  # of tuples of (target, expr): target a temporary, or (result index, entry)
+    home: dict       # temporary -> index of the segment that computes it
+    slots: dict      # temporary read by a later segment -> its place in the scratch array
+    fixed: tuple     # per result: {entry: number} of entries with no statement (see schedule())
+    ops: int         # operations per point
+    calls: int       # of them, calls of elementary functions
+
+    @property
+    def scratch(self):
+        return len(self.slots)
+
+
+def cname(name, taken, prefix=""):
+    """A fresh C identifier for ``name`` (an argument or result), clear of C's words and of
+    the kernel's own names."""
+    base = prefix + re.sub(r"[^0-9A-Za-z_]", "_", name)
+    if not base or base[0].isdigit():
+        base = "_" + base
+    if base.startswith("sg_"):
+        base = "u" + base
+    while base in _C_RESERVED or keyword.iskeyword(base) or re.fullmatch(r"t\d+", base) or base in taken:
+        base += "_"
+    taken.add(base)
+    return base
+
+
+def schedule(prog, name, options, fixed_group=0) -> Schedule:
+    """The schedule of an optimised program. With ``fixed_group`` k > 0, a result's entries
+    are taken k at a time and a group of numbers only (the zeros of a sparse Hessian) gets no
+    statement: the emitter writes it from a table (the CPU kernel, whose 4x4 transposes
+    move entries in groups of four)."""
+    for o in prog.outputs:
+        if o.size == 0:
+            raise CompileError(f"result {o.name!r} has no entries (shape {o.shape}); return at least "
+                               "one number per result")
+    taken = set()
+    args = tuple(Slot(cname(a.name, taken, "a_"), a.size, a.shape, a.name) for a in prog.args)
+    results = tuple(Slot(cname(o.name, taken), o.size, o.shape, o.name) for o in prog.outputs)
+    fixed = tuple(_fixed(o, fixed_group) for o in prog.outputs)
+    stmts = [(t, e) for t, e in prog.body]
+    stmts += [((r, k), e) for r, o in enumerate(prog.outputs) for k, e in enumerate(o.exprs) if k not in fixed[r]]
+    segments = _segments(stmts, {t for t, _ in prog.body}, options.max_segment)
+    home = {t: i for i, seg in enumerate(segments) for t, _ in seg if not isinstance(t, tuple)}
+    slots = {}
+    for i, seg in enumerate(segments):
+        for _, e in seg:
+            for s in sorted(e.free_symbols, key=str):
+                if home.get(s, i) < i and s not in slots:
+                    slots[s] = len(slots)
+    names, inputs, seen = {}, {}, set()
+    for a, arg in enumerate(prog.args):
+        for k, s in enumerate(arg.symbols):
+            c = "sg_v_" + re.sub(r"[^0-9A-Za-z_]", "_", s.name)
+            names[s] = c if c not in seen else f"sg_in{len(inputs)}"
+            seen.add(names[s])
+            inputs[s] = (a, k)
+    names.update({t: f"t{k}" for k, (t, _) in enumerate(prog.body)})
+    calls = sum(1 for e in prog.output_exprs() + [e for _, e in prog.body]
+                for x in sp.preorder_traversal(e) if isinstance(x, sp.Function)
+                or (isinstance(x, sp.Pow) and not x.exp.is_Integer))
+    return Schedule(name, args, results, names, inputs, tuple(tuple(s) for s in segments), home, slots, fixed,
+                    prog.count_ops(), calls)
+
+
+def _fixed(out, group):
+    """{entry: number} of the groups of ``group`` entries that are all numbers."""
+    if not group or out.size == 1:
+        return {}
+    fixed = {}
+    for a in range(0, out.size, group):
+        part = out.exprs[a:a + group]
+        if all(e.is_Number for e in part):
+            fixed.update({a + j: e for j, e in enumerate(part)})
+    return fixed
+
+
+def _segments(stmts, temps, limit):
+    """Statements in segments whose size, counting the earlier temporaries each must load,
+    stays under ``limit``."""
+    segs, current, here, loads = [], [], set(), set()
+    for t, e in stmts:
+        new = {s for s in e.free_symbols if s in temps and s not in here and s not in loads}
+        if current and len(current) + len(loads) + len(new) >= limit:
+            segs.append(current)
+            current, here, loads = [], set(), set()
+            new = {s for s in e.free_symbols if s in temps}
+        current.append((t, e))
+        here.add(t)
+        loads |= new
+    segs.append(current)
+    return segs

@@ -1,0 +1,76 @@
+"""What each target decides, as data: number type, spellings, entry-point names, flags.
+
+Every entry-point name and every compiler flag of every target is spelled here and only
+here; the emitters (cpu.py, c99.py, cuda.py) and the callers (build.py, calling.py,
+codegen.py) ask a Target."""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+# IEEE semantics: no -ffast-math; no FMA contraction, so every operation rounds as written
+# and results do not depend on vectorisation or thread count. sin/cos are not builtins so
+# that gcc keeps them apart (its sincos fusion cannot be vectorised).
+_CPU_FLAGS = ("-O3", "-fno-math-errno", "-ffp-contract=off", "-fno-builtin-sin", "-fno-builtin-cos",
+              "-fPIC", "-shared", "-march=native")
+_SHARED = ("-shared",)
+
+
+@dataclass(frozen=True)
+class Target:
+    """One kind of generated code, for one number type."""
+
+    kind: str                 # "cpu" (the in-process kernel), "c99" (standalone), "cuda"
+    real: str                 # C type of every number
+    itemsize: int
+    suffix: str               # of <math.h> function names (sinf)
+    restrict: str = "restrict"
+    device: str = ""          # qualifier of per-point functions ("__device__")
+    inline: str = "static inline"
+    block: int = 1            # points per SIMD block (cpu: 256-bit vectors)
+    wide: int = 1             # points per block of a kernel of scalars only on a 512-bit CPU
+    flags: tuple = ()         # how to compile it
+    openmp_flags: tuple = ()  # added where the compiler has OpenMP
+    vector_math_flags: tuple = ()  # added where there is a vector math library (libmvec)
+    no_vector_math_flags: tuple = ()
+    wide_flags: tuple = ()    # a kernel in 512-bit blocks
+    large_flags: tuple = ()   # a kernel past Options.large_kernel_ops: cheaper to compile
+    link_flags: tuple = ()    # linking object files into a library
+    libs: tuple = ("-lm",)
+
+    def entry(self, kernel, what="point"):
+        """The name of one entry point of a kernel: point (one point), batch (n points),
+        scalar (scalar arguments by value, cpu), streams (cpu), kernel (a CUDA __global__)."""
+        return kernel if what == "point" else f"{kernel}_{what}"
+
+    def widened(self):
+        return replace(self, block=self.wide)
+
+
+def _cpu(real, itemsize, suffix, block, wide):
+    return Target("cpu", real, itemsize, suffix, block=block, wide=wide, flags=_CPU_FLAGS,
+                  openmp_flags=("-fopenmp",), vector_math_flags=("-lmvec",),
+                  no_vector_math_flags=("-DSYMGRAD_NO_VECTOR_MATH",),
+                  wide_flags=("-mprefer-vector-width=512",), large_flags=("-O1", "-ftree-vectorize"),
+                  link_flags=_SHARED)
+
+
+def _c99(real, itemsize, suffix):
+    return Target("c99", real, itemsize, suffix, flags=("-std=c99", "-O2", "-ffp-contract=off"),
+                  openmp_flags=("-fopenmp",))
+
+
+def _cuda(real, itemsize, suffix):
+    # --fmad=false: no fused multiply-add, so the GPU rounds each operation as written, as the
+    # CPU kernels do (bit for bit the standalone C, under the same libm).
+    return Target("cuda", real, itemsize, suffix, restrict="__restrict__", device="__device__",
+                  inline="static __device__ __forceinline__", flags=("--fmad=false",), libs=())
+
+
+TARGETS = {
+    ("cpu", "float64"): _cpu("double", 8, "", 4, 8),
+    ("cpu", "float32"): _cpu("float", 4, "f", 8, 16),
+    ("c99", "float64"): _c99("double", 8, ""),
+    ("c99", "float32"): _c99("float", 4, "f"),
+    ("cuda", "float64"): _cuda("double", 8, ""),
+    ("cuda", "float32"): _cuda("float", 4, "f"),
+}
