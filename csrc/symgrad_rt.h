@@ -263,46 +263,6 @@ SYMGRAD_VDECL2(atan2) SYMGRAD_VDECL2(hypot)
 #endif
 #endif
 
-/* Bernoulli numbers B_2 .. B_20 for the asymptotic series of the polygamma functions. */
-static const double symgrad_bernoulli2k[10] = {
-    1.0 / 6, -1.0 / 30, 1.0 / 42, -1.0 / 30, 5.0 / 66,
-    -691.0 / 2730, 7.0 / 6, -3617.0 / 510, 43867.0 / 798, -174611.0 / 330};
-
-/* polygamma(m, x): the m-th derivative of digamma, the derivatives of lgamma/tgamma.
- * Shift x up with the recurrence, then sum the asymptotic series. */
-static double symgrad_polygamma(int m, double x) {
-    if (isnan(x)) return x;
-    if (x <= 0 && x == floor(x)) return NAN; /* poles */
-    if (m == 0 && x < -1e3) {                /* reflection: psi(1-x) - pi/tan(pi x) */
-        double pi = 3.14159265358979323846;
-        return symgrad_polygamma(0, 1 - x) - pi / tan(pi * (x - nearbyint(x)));
-    }
-    double fact = 1; /* m! */
-    for (int k = 2; k <= m; ++k) fact *= k;
-    double sign = (m % 2 == 1) ? 1.0 : -1.0; /* (-1)^(m+1) */
-    double acc = 0, lim = 12.0 + m;
-    while (x < lim) { /* psi^(m)(x) = psi^(m)(x+1) + (-1)^(m+1) m! / x^(m+1) */
-        acc += sign * fact / pow(x, m + 1);
-        x += 1;
-    }
-    double r = 1.0 / x, r2 = r * r, series;
-    if (m == 0) {
-        series = log(x) - 0.5 * r;
-        double p = r2;
-        for (int k = 0; k < 10; ++k, p *= r2) series -= symgrad_bernoulli2k[k] / (2 * (k + 1)) * p;
-        return series + acc;
-    }
-    /* (m-1)!/x^m + m!/(2 x^(m+1)) + sum_k B_2k (2k+m-1)!/(2k)! / x^(2k+m) */
-    double xm = pow(x, m);
-    series = fact / m / xm + fact / (2 * xm * x);
-    double c = fact / m; /* (2k+m-1)!/(2k)!, updated in the loop */
-    double p = 1.0 / xm;
-    for (int k = 1; k <= 10; ++k) {
-        c *= (double)(2 * k + m - 2) * (2 * k + m - 1) / ((2 * k - 1) * (2.0 * k));
-        p *= r2;
-        series += symgrad_bernoulli2k[k - 1] * c * p;
-    }
-    return sign * series + acc;
-}
+#include "symgrad_math.h"
 
 #endif

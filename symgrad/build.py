@@ -20,6 +20,7 @@ from pathlib import Path
 from . import cache
 from .errors import CompileError
 from .render.target import TARGETS
+from .runtime import csrc_dir
 
 VERSION = "0.1.0"
 _lock = threading.Lock()  # guards _building
@@ -31,14 +32,6 @@ _swept = set()
 # glibc's vector math library (see csrc/symgrad_rt.h); x86-64 Linux only.
 VECTOR_MATH = sys.platform.startswith("linux") and platform.machine() in ("x86_64", "AMD64")
 CPU = TARGETS["cpu", "float64"]  # the flags of in-process kernels (the same for float)
-
-
-def csrc_dir() -> Path:
-    here = Path(__file__).resolve().parent
-    for d in (here.parent / "csrc", here / "csrc"):
-        if (d / "symgrad_rt.h").exists():
-            return d
-    raise CompileError(f"symgrad's C runtime (csrc/symgrad_rt.h) is missing next to {here}")
 
 
 def compiler():
@@ -81,7 +74,7 @@ def toolchain():
     import _cffi_backend  # the version cffi's generated modules are built against
     h = hashlib.sha256()
     root = Path(__file__).resolve().parent
-    for path in sorted(root.rglob("*.py")) + [csrc_dir() / "symgrad_rt.h"]:
+    for path in sorted(root.rglob("*.py")) + sorted(csrc_dir().glob("*.h")):
         h.update(path.name.encode() + b"\0" + path.read_bytes())
     for part in (VERSION, _cffi_backend.__version__, sys.implementation.cache_tag,
                  sysconfig.get_config_var("EXT_SUFFIX") or "", " ".join(compiler()), " ".join(flags()),

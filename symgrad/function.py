@@ -93,7 +93,7 @@ class Function:
         self.options = options or _options.DEFAULT
         self._source, self._steps, self._structure = source, tuple(steps), structure
         self._lock = threading.RLock()
-        self._plan = self._kernel = None
+        self._plan = self._kernel = self._optimized = None
         self._derived = {}  # derivatives taken of this Function, each made once
 
     # -- the pipeline, each stage computed once -------------------------------------------
@@ -149,31 +149,71 @@ class Function:
                     prog = D.nth(prog, int(kind[1:]), nums[0], limit)
         return prog
 
-    @property
-    def kernel(self):
-        """The generated source and what building it needs (render.Kernel)."""
+    def optimized(self):
+        """This Function's results as an optimised sympy program (what every target prints)."""
         with self._lock:
-            if self._kernel is None:
-                from .build import vector_bits
+            if self._optimized is None:
                 from .errors import CompileError
                 from .optimize import optimize
-                from .render import TARGETS, render
                 shapes = self.result_shapes()
                 prog = self.symbolic()
                 if [o.shape for o in prog.outputs] != shapes:
                     raise CompileError(f"{self.c_name}: results of shapes {[o.shape for o in prog.outputs]}"
                                        f", expected {shapes} (a bug in symgrad)")
                 with stage(self.c_name, "optimize", lambda: f" ({len(prog.body)} assignments)"):
-                    prog = optimize(prog, self.options)
+                    self._optimized = optimize(prog, self.options)
+            return self._optimized
+
+    @property
+    def title(self):
+        """What this Function computes, in words (for comments and documentation)."""
+        what = {"value": "", "grad": "gradient of ", "value_and_grad": "value and gradient of ",
+                "jacobian": "Jacobian of ", "hessian": "Hessian of "}
+        kinds = [k for k, _ in self._steps]
+        words = "".join(what.get(k, f"derivative {k[1:]} of ") for k in reversed(kinds))
+        return f"{words}{self.py_name}({', '.join(n for n, _ in self.args)})"
+
+    @property
+    def kernel(self):
+        """The in-process CPU kernel's source and what building it needs (render.Kernel)."""
+        with self._lock:
+            if self._kernel is None:
+                from .build import vector_bits
+                from .render import TARGETS, render
+                prog = self.optimized()
                 with stage(self.c_name, "generate C"):
                     self._kernel = render(prog, self.c_name, TARGETS["cpu", str(self.dtype)], vector_bits(),
-                                          self.options, title=f"{self.py_name} ({self.kind})")
+                                          self.options, title=self.title)
             return self._kernel
 
     @property
     def c_source(self):
-        """The C source this Function is compiled from."""
+        """The C source of the in-process kernel this Function is compiled from."""
         return self.kernel.source
+
+    def standalone(self, target="c99", name=None):
+        """This Function as standalone source for ``target`` ("c99" or "cuda"): a render.c99.Unit
+        (documented declarations, definitions) of the kernel named ``name`` (default c_name)."""
+        from .render import TARGETS
+        if target not in ("c99", "cuda"):
+            raise ValueError(f"target must be 'c99' or 'cuda', got {target!r}")
+        if target == "cuda":
+            from .render.cuda import render_cuda as emit
+        else:
+            from .render.c99 import render_c99 as emit
+        return emit(self.optimized(), name or self.c_name, TARGETS[target, str(self.dtype)], self.options, self.title)
+
+    @property
+    def cuda_source(self):
+        """CUDA source of this Function: a __device__ function per point, K_kernel per batch."""
+        from .render.cuda import cuda_file
+        return cuda_file([self.standalone("cuda")], self.c_name)
+
+    def to_cuda(self):
+        """A callable that evaluates this Function on GPU arrays (CuPy, PyTorch, Numba: anything
+        with __cuda_array_interface__), through CuPy."""
+        from .gpu import CudaFunction
+        return CudaFunction(self)
 
     def _library(self):
         """The loaded kernel: from the cache when one was built for this key, else built now.

@@ -2,12 +2,14 @@
 
 Closed-form programs (no body) get sympy's CSE across all outputs at once.
 Straight-line programs get dead-code elimination and forward substitution of
-temporaries used exactly once (bounded in size). Constants fold as sympy builds
-each expression; integer powers become multiplications in the printer."""
+temporaries used exactly once (bounded in size), and of constant reciprocals.
+Constants fold as sympy builds each expression; integer powers become
+multiplications in the printer."""
 from __future__ import annotations
 
 import sympy as sp
 
+from .realfns import Recip
 from .symbolic import SymProgram, nodes, split
 
 
@@ -61,7 +63,9 @@ def _inline_single_use(prog, max_nodes):
     for t, e in prog.body:
         e = e.xreplace(env) if any(s in env for s in e.free_symbols) else e
         n = nodes(e)
-        if counts.get(t, 0) == 1 and n <= max_nodes:
+        # a reciprocal of a constant goes back into every use: x * (1/3.0) printed as a
+        # multiplication would round differently from the division x / 3.0 that was written
+        if counts.get(t, 0) == 1 and n <= max_nodes or isinstance(e, Recip):
             env[t] = e
         else:
             body.append((t, e))

@@ -1,0 +1,58 @@
+/* symgrad's portable maths: what C99's <math.h> lacks, written once for every target. The
+ * in-process CPU kernels include this file; standalone C and CUDA files get a copy of the
+ * functions they call. SYMGRAD_FN qualifies each function: static in C, static __device__
+ * in CUDA. Only <math.h>. */
+#ifndef SYMGRAD_MATH_H
+#define SYMGRAD_MATH_H
+
+#ifndef SYMGRAD_FN
+#ifdef __CUDACC__
+#define SYMGRAD_FN static __device__
+#else
+#define SYMGRAD_FN static
+#endif
+#endif
+
+/* polygamma(m, x): the m-th derivative of digamma, the derivatives of lgamma/tgamma.
+ * Shift x up with the recurrence, then sum the asymptotic series. */
+SYMGRAD_FN double symgrad_polygamma(int m, double x) {
+    /* Bernoulli numbers B_2 .. B_20 */
+    const double b2k[10] = {1.0 / 6, -1.0 / 30, 1.0 / 42, -1.0 / 30, 5.0 / 66,
+                            -691.0 / 2730, 7.0 / 6, -3617.0 / 510, 43867.0 / 798, -174611.0 / 330};
+    if (isnan(x)) return x;
+    if (x <= 0 && x == floor(x)) return NAN; /* poles */
+    if (m == 0 && x < -1e3) {                /* reflection: psi(1-x) - pi/tan(pi x) */
+        const double pi = 3.14159265358979323846;
+        return symgrad_polygamma(0, 1 - x) - pi / tan(pi * (x - nearbyint(x)));
+    }
+    double fact = 1; /* m! */
+    for (int k = 2; k <= m; ++k) fact *= k;
+    const double sign = (m % 2 == 1) ? 1.0 : -1.0; /* (-1)^(m+1) */
+    double acc = 0;
+    const double lim = 12.0 + m;
+    while (x < lim) { /* psi^(m)(x) = psi^(m)(x+1) + (-1)^(m+1) m! / x^(m+1) */
+        acc += sign * fact / pow(x, m + 1);
+        x += 1;
+    }
+    const double r = 1.0 / x, r2 = r * r;
+    double series;
+    if (m == 0) {
+        series = log(x) - 0.5 * r;
+        double p = r2;
+        for (int k = 0; k < 10; ++k, p *= r2) series -= b2k[k] / (2 * (k + 1)) * p;
+        return series + acc;
+    }
+    /* (m-1)!/x^m + m!/(2 x^(m+1)) + sum_k B_2k (2k+m-1)!/(2k)! / x^(2k+m) */
+    const double xm = pow(x, m);
+    series = fact / m / xm + fact / (2 * xm * x);
+    double c = fact / m; /* (2k+m-1)!/(2k)!, updated in the loop */
+    double p = 1.0 / xm;
+    for (int k = 1; k <= 10; ++k) {
+        c *= (double)(2 * k + m - 2) * (2 * k + m - 1) / ((2 * k - 1) * (2.0 * k));
+        p *= r2;
+        series += b2k[k - 1] * c * p;
+    }
+    return sign * series + acc;
+}
+
+#endif

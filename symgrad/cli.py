@@ -1,0 +1,177 @@
+"""The ``symgrad`` command line: generate standalone C/CUDA files, or show a derivative.
+
+    symgrad generate MODULE:FUNCTION --out DIR [--name NAME] [--shapes SHAPES] [--value]
+                     [--grad] [--hessian] [--jacobian] [--derivative N] [--dtype T] [--cuda]
+    symgrad show MODULE:FUNCTION [--grad|--hessian|--jacobian|--derivative N] [--shapes SHAPES]
+                 [--latex] [--c] [--cuda]
+
+MODULE is an importable module or a path to a .py file. Errors print one line on stderr:
+exit status 2 for a malformed command line, 1 for anything else."""
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib
+import importlib.util
+import os
+import sys
+
+
+SHOW_LIMIT = 400  # operations of a closed form worth printing; larger: the straight-line program
+
+
+class Usage(Exception):
+    """A malformed command line (exit status 2)."""
+
+
+def _load(spec):
+    """The function named by MODULE:FUNCTION."""
+    if ":" not in spec:
+        raise Usage(f"expected MODULE:FUNCTION (a module or a .py file, a colon, a function name), got {spec!r}")
+    module, _, attr = spec.rpartition(":")
+    if not module or not attr:
+        raise Usage(f"expected MODULE:FUNCTION, got {spec!r}")
+    if module.endswith(".py") or os.sep in module:
+        path = os.path.abspath(module)
+        if not os.path.isfile(path):
+            raise LookupError(f"no such file: {module}")
+        sys.path.insert(0, os.path.dirname(path))
+        name = os.path.splitext(os.path.basename(path))[0]
+        spec_ = importlib.util.spec_from_file_location(name, path)
+        mod = importlib.util.module_from_spec(spec_)
+        sys.modules[name] = mod
+        try:
+            spec_.loader.exec_module(mod)
+        except Exception as e:
+            raise LookupError(f"importing {module} failed: {type(e).__name__}: {e}") from None
+    else:
+        sys.path.insert(0, os.getcwd())
+        try:
+            mod = importlib.import_module(module)
+        except Exception as e:
+            raise LookupError(f"cannot import module {module!r}: {type(e).__name__}: {e}") from None
+    obj = mod
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise LookupError(f"{module} has no function {attr!r}")
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise LookupError(f"{module}:{attr} is a {type(obj).__name__}, not a function")
+    return obj
+
+
+def _shapes(text):
+    if text is None:
+        return None
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        raise Usage(f"--shapes must be a Python list of shapes, e.g. \"[(8,), ()]\", got {text!r}") from None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return [(value,)]  # "8": one argument of 8 entries
+    if isinstance(value, tuple) and all(isinstance(v, int) for v in value):
+        return [value]     # "(8,)" or "()": one argument
+    if not isinstance(value, (list, tuple)):
+        raise Usage(f"--shapes must be a Python list of shapes, e.g. \"[(8,), ()]\", got {text!r}")
+    return list(value)
+
+
+def _parser():
+    p = argparse.ArgumentParser(prog="symgrad", description="Exact derivatives of plain Python functions, as C.")
+    sub = p.add_subparsers(dest="command", required=True)
+    g = sub.add_parser("generate", help="write standalone C (and CUDA) files for a function's kernels")
+    g.add_argument("function", metavar="MODULE:FUNCTION")
+    g.add_argument("--out", required=True, metavar="DIR", help="directory for NAME.h, NAME.c (NAME.cu)")
+    g.add_argument("--name", help="prefix of the files and kernels (default: the function's name)")
+    g.add_argument("--shapes", help='core shape of each argument, e.g. "[(8,), ()]" (default: scalars)')
+    for kind in ("value", "grad", "hessian", "jacobian"):
+        g.add_argument(f"--{kind}", action="store_true", help=f"a {kind} kernel")
+    g.add_argument("--derivative", type=int, action="append", default=[], metavar="N",
+                   help="the N-th derivative by the first (scalar) argument (repeatable)")
+    g.add_argument("--dtype", choices=["float64", "float32"], default="float64")
+    g.add_argument("--cuda", action="store_true", help="also NAME.cu (CUDA)")
+    s = sub.add_parser("show", help="print a function's derivative, operation counts, source")
+    s.add_argument("function", metavar="MODULE:FUNCTION")
+    s.add_argument("--shapes")
+    which = s.add_mutually_exclusive_group()
+    for kind in ("grad", "hessian", "jacobian"):
+        which.add_argument(f"--{kind}", action="store_true")
+    which.add_argument("--derivative", type=int, metavar="N")
+    s.add_argument("--latex", action="store_true", help="LaTeX instead of sympy's pretty form")
+    s.add_argument("--c", action="store_true", help="also the standalone C source")
+    s.add_argument("--cuda", action="store_true", help="also the CUDA source")
+    s.add_argument("--dtype", choices=["float64", "float32"], default="float64")
+    return p
+
+
+def _generate(a, F):
+    from .codegen import sources, write_files
+    kinds = [k for k in ("value", "grad", "hessian", "jacobian") if getattr(a, k)]
+    kinds += [f"d{n}" for n in a.derivative]
+    for n in a.derivative:
+        if n < 1:
+            raise Usage(f"--derivative needs an order of at least 1, got {n}")
+    if not kinds:
+        kinds = ["value", "grad"]
+    for path in write_files(a.out, sources(F, kinds, a.name, a.cuda)):
+        print(path)
+
+
+def _show(a, F):
+    import sympy as sp
+    if a.derivative is not None and a.derivative < 0:
+        raise Usage(f"--derivative needs an order of at least 0, got {a.derivative}")
+    G = F.hessian if a.hessian else F.jacobian if a.jacobian else F.grad if a.grad else \
+        F.derivative(a.derivative) if a.derivative is not None else F
+    print(f"# {G.title}, traced program of {G.program.count_ops()} operations")
+    before = G.symbolic()
+    after = G.optimized()
+    if not before.body or before.inlined(SHOW_LIMIT) is not None:
+        expr = G.expr
+        print(sp.latex(expr) if a.latex else sp.pretty(expr, use_unicode=True))
+    else:  # the closed form would explode: one assignment a line, like a jaxpr
+        from .realfns import standard
+        print("# straight-line program (its closed form is too large to show):")
+        for t, e in after.body:
+            print(f"{t} = {sp.latex(standard(e)) if a.latex else standard(e)}")
+        for o in after.outputs:
+            print(f"{o.name} = {[standard(e) for e in o.exprs] if o.shape else standard(o.exprs[0])}")
+    print(f"# operations: {before.count_ops()} before optimisation, {after.count_ops()} after")
+    if a.c or a.cuda:
+        from .codegen import sources
+        kind = "value" if G is F else G.kind
+        for fname, text in sources(F, [kind], None, a.cuda).items():
+            if fname.endswith(".cu") and not a.cuda or not fname.endswith(".cu") and not a.c:
+                continue
+            print(f"# ---- {fname}")
+            print(text)
+
+
+def main(argv=None):
+    a = _parser().parse_args(argv)  # argparse itself exits 2 on a malformed command line
+    try:
+        import symgrad
+        fn = _load(a.function)
+        F = symgrad.compile(fn, _shapes(a.shapes), dtype=a.dtype)
+        F.program  # trace now: an untraceable function fails here, with its line
+        (_generate if a.command == "generate" else _show)(a, F)
+    except Usage as e:
+        _fail(e, 2)
+    except (LookupError, ValueError, TypeError, OSError, ImportError) as e:
+        _fail(e, 1)
+    except Exception as e:  # symgrad.TraceError, CompileError, CacheError: one line, not a traceback
+        import symgrad
+        if isinstance(e, (symgrad.TraceError, symgrad.CompileError, symgrad.CacheError)):
+            _fail(e, 1, type(e).__name__)
+        raise
+    return 0
+
+
+def _fail(e, status, what="error"):
+    message = " ".join(str(e).split())
+    print(f"symgrad: {what}: {message}", file=sys.stderr)
+    sys.exit(status)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

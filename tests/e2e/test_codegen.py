@@ -1,0 +1,296 @@
+"""Build-time code generation: the command line, standalone C99 and CUDA files, and what
+they compute against the in-process Functions."""
+import ctypes
+import math
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import symgrad
+from symgrad.codegen import sources
+from helpers import ROOT
+
+import bench_cases  # noqa: E402  (examples/, on the path through helpers)
+
+CC = os.environ.get("CC", "cc")
+STRICT = ["-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-ffp-contract=off"]
+NVCC = shutil.which("nvcc")
+SEED_PY = """
+import math
+
+
+def seed(x):
+    return 64 * x * (1 - x) * math.pow(1 - 2 * x, 2) * math.pow(1 - 8 * x + 8 * x * x, 2)
+
+
+def vec(v, k):
+    return [math.sin(v[0]) * k, v[0] * v[1] ** 3 - k, math.hypot(v[1], k) + abs(v[0])]
+
+
+def rosen(x):
+    return sum(100.0 * (x[i + 1] - x[i] ** 2) ** 2 + (1 - x[i]) ** 2 for i in range(3))
+
+
+def bad(x):
+    if x > 0:
+        return x
+    return -x
+"""
+
+
+def cli(*args, cwd):
+    r = subprocess.run([sys.executable, "-m", "symgrad", *map(str, args)], cwd=cwd, capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=ROOT), timeout=300)
+    return r
+
+
+@pytest.fixture
+def module(tmp_path):
+    (tmp_path / "model.py").write_text(SEED_PY)
+    return tmp_path / "model.py"
+
+
+def test_cli_founding_function_links_with_a_c_program_in_both_dtypes(tmp_path, module):
+    for dtype, T in (("float64", "double"), ("float32", "float")):
+        out = tmp_path / f"gen_{dtype}"
+        r = cli("generate", f"{module}:seed", "--out", out, "--grad", "--dtype", dtype, cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+        assert sorted(p.name for p in out.iterdir()) == ["seed.c", "seed.h"]
+        (tmp_path / "main.c").write_text(textwrap.dedent(f"""
+            #include <stdio.h>
+            #include "seed.h"
+            int main(void) {{
+                {T} x = 3, d = 0, xs[3] = {{0.5, 3, -1}}, ds[3];
+                seed_grad(&x, &d);
+                seed_grad_batch(3, xs, ds);
+                printf("%.17g %.17g\\n", (double)d, (double)ds[1]);
+                return 0;
+            }}
+        """))
+        exe = tmp_path / f"main_{dtype}"
+        subprocess.run([CC, *STRICT, f"-I{out}", str(tmp_path / "main.c"), str(out / "seed.c"), "-o", str(exe),
+                        "-lm"], check=True)
+        assert subprocess.run([str(exe)], capture_output=True, text=True).stdout.split() == ["-75279680"] * 2
+
+
+def _library(tmp_path, files, name):
+    """Compile generated NAME.c (strict C99, no warning) into a shared library."""
+    d = tmp_path / name
+    d.mkdir()
+    for fname, text in files.items():
+        (d / fname).write_text(text)
+    so = d / f"lib{name}.so"
+    subprocess.run([CC, *STRICT, "-fPIC", "-shared", str(d / f"{name}.c"), "-o", str(so), "-lm"], check=True)
+    return ctypes.CDLL(str(so))
+
+
+def _ptr(a):
+    return a.ctypes.data_as(ctypes.c_void_p)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_jacobian_and_hessian_layouts_match_the_functions(tmp_path, dtype):
+    ns = {}
+    exec(compile(SEED_PY, str(tmp_path / "model.py"), "exec"), ns)  # (also: code without source)
+    (tmp_path / "model.py").write_text(SEED_PY)
+    V = symgrad.compile(ns["vec"], [(2,), ()], dtype=dtype)
+    R = symgrad.compile(ns["rosen"], [(4,)], dtype=dtype)
+    lib = _library(tmp_path, sources(V, ["jacobian"], "vec"), "vec")
+    rlib = _library(tmp_path, sources(R, ["grad", "hessian"], "rosen"), "rosen")
+    rng = np.random.default_rng(0)
+    v = rng.uniform(0.2, 2.0, (6, 2)).astype(dtype)
+    k = rng.uniform(0.5, 1.5, 6).astype(dtype)
+    jv, jk = (np.zeros((6, 3, 2), dtype), np.zeros((6, 3), dtype))
+    lib.vec_jacobian_batch(ctypes.c_int64(6), _ptr(v), _ptr(k), _ptr(jv), _ptr(jk))
+    want_v, want_k = V.jacobian(v, k)
+    tol = 1e-14 if dtype == "float64" else 1e-6
+    np.testing.assert_allclose(jv, want_v, rtol=tol)
+    np.testing.assert_allclose(jk, want_k, rtol=tol)
+    x = rng.uniform(-2, 2, (5, 4)).astype(dtype)
+    h = np.zeros((5, 4, 4), dtype)
+    rlib.rosen_hessian_batch(ctypes.c_int64(5), _ptr(x), _ptr(h))
+    np.testing.assert_array_equal(h, R.hessian(x))  # polynomial: the same operations, bit for bit
+    one = np.zeros((4, 4), dtype)
+    rlib.rosen_hessian(_ptr(np.ascontiguousarray(x[2])), _ptr(one))
+    np.testing.assert_array_equal(one, h[2])
+    g = np.zeros((5, 4), dtype)
+    rlib.rosen_grad_batch(ctypes.c_int64(5), _ptr(x), _ptr(g))
+    np.testing.assert_array_equal(g, R.grad(x))
+
+
+def test_header_documents_each_kernel():
+    F = symgrad.compile(bench_cases.rosen8, [(8,)])
+    h = sources(F, ["value", "hessian"], "rosen")["rosen.h"]
+    for text in ("void rosen_value(const double *a_x, double *out);",
+                 "void rosen_hessian_batch(int64_t n, const double *a_x, double *d2_x_x);",
+                 "a_x: an array of shape (8,) (8 doubles, C order) -- x",
+                 "d2_x_x: an array of shape (8, 8) (64 doubles, C order)",
+                 "Hessian of rosen8(x)", "Results must not overlap arguments"):
+        assert text in h, text
+
+
+def test_generated_files_include_only_standard_headers(module, tmp_path):
+    F = symgrad.compile(lambda x: math.lgamma(x) + math.erf(x))
+    files = sources(F, ["value", "grad", "d2"], "g", cuda=True)
+    for fname, text in files.items():
+        includes = {line.split()[1] for line in text.splitlines() if line.startswith("#include")}
+        assert includes <= {"<math.h>", "<stdint.h>", "<stddef.h>", '"g.h"'}, (fname, includes)
+    assert "symgrad_polygamma" in files["g.c"]  # the portable maths travel with the file
+    lib = _library(tmp_path, files, "g")
+    x, d2 = np.array([1.7]), np.zeros(1)
+    lib.g_d2_batch(ctypes.c_int64(1), _ptr(x), _ptr(d2))
+    np.testing.assert_allclose(d2, F.derivative(2)(x), rtol=1e-14)
+
+
+def test_cli_errors_are_one_line_with_the_exit_status(tmp_path, module):
+    cases = [
+        (["generate", f"{module}:nope", "--out", tmp_path / "o"], 1, "has no function 'nope'"),
+        (["generate", "no_such_module:f", "--out", tmp_path / "o"], 1, "cannot import module 'no_such_module'"),
+        (["generate", str(tmp_path / "missing.py") + ":f", "--out", tmp_path / "o"], 1, "no such file"),
+        (["generate", "model", "--out", tmp_path / "o"], 2, "expected MODULE:FUNCTION"),
+        (["generate", f"{module}:bad", "--out", tmp_path / "o"], 1, "TraceError: a Python branch depends"),
+        (["generate", f"{module}:seed", "--out", tmp_path / "o", "--shapes", "[(,"], 2, "--shapes must be"),
+        (["generate", f"{module}:seed", "--out", tmp_path / "o", "--shapes", "[(2,), (3,)]"], 1,
+         "shapes gives 2 argument shapes"),
+        (["generate", f"{module}:seed", "--out", tmp_path / "o", "--derivative", "0"], 2, "--derivative needs"),
+        (["generate", f"{module}:seed"], 2, "the following arguments are required: --out"),
+        (["frobnicate"], 2, "invalid choice"),
+        (["show", f"{module}:seed", "--grad", "--hessian"], 2, "not allowed with argument"),
+    ]
+    for args, status, text in cases:
+        r = cli(*args, cwd=tmp_path)
+        assert r.returncode == status, (args, r.stderr)
+        last = r.stderr.strip().splitlines()
+        assert text in last[-1], (args, r.stderr)
+        if status == 1:
+            assert len(last) == 1 and last[0].startswith("symgrad: "), r.stderr  # one line, no traceback
+    assert not (tmp_path / "o").exists() or not any((tmp_path / "o").iterdir())  # nothing half-written
+
+
+def test_cli_show(tmp_path, module):
+    r = cli("show", f"{module}:seed", "--grad", "--c", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "gradient of seed(x)" in r.stdout and "operations:" in r.stdout and "void seed_grad(" in r.stdout
+    r = cli("show", f"{module}:seed", "--latex", cwd=tmp_path)
+    assert "\\left(" in r.stdout
+    (tmp_path / "big.py").write_text("import sys\nsys.path.insert(0, " + repr(os.path.join(ROOT, "examples"))
+                                     + ")\nimport bench_cases\ndef lj(p):\n    return bench_cases.lj(p, 8)\n")
+    r = cli("show", f"{tmp_path / 'big.py'}:lj", "--shapes", "(24,)", "--grad", cwd=tmp_path)
+    assert r.returncode == 0 and "straight-line program" in r.stdout and "d_p = [" in r.stdout
+
+
+def test_generate_writes_nothing_when_it_fails(tmp_path, module):
+    out = tmp_path / "out"
+    out.mkdir()
+    r = cli("generate", f"{module}:vec", "--out", out, "--grad", "--shapes", "[(2,), ()]",
+            cwd=tmp_path)  # the gradient of a vector: refused
+    assert r.returncode == 1 and "scalar-valued" in r.stderr
+    assert list(out.iterdir()) == []
+
+
+# -- CUDA ---------------------------------------------------------------------------------------
+CASES = {"seed_grad": ("seed", [()], "grad"), "rosen8_hessian": ("rosen8", [(8,)], "hessian"),
+         "trig2_grad": ("trig2", [(), ()], "grad"), "lj6_grad": ("lj6", [(18,)], "grad")}
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH")
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_cuda_files_compile_for_sm80_and_sm90(tmp_path, dtype):
+    for case, (fname, shapes, what) in CASES.items():
+        F = symgrad.compile(bench_cases.FUNCS[fname], shapes, dtype=dtype)
+        cu = tmp_path / f"{case}.cu"
+        cu.write_text(getattr(F, what).cuda_source)
+        for arch in ("sm_80", "sm_90"):
+            r = subprocess.run([NVCC, "-ptx", f"-arch={arch}", "--fmad=false", str(cu), "-o", str(tmp_path / "k.ptx")],
+                               capture_output=True, text=True)
+            assert r.returncode == 0, (case, arch, r.stderr)
+            assert ".entry" in (tmp_path / "k.ptx").read_text()
+
+
+SHIM = """
+#define __device__
+#define __global__
+#define __forceinline__ inline
+struct sg_dim3 { unsigned x; };
+static sg_dim3 blockIdx, threadIdx, blockDim, gridDim;
+"""
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_cuda_bodies_on_the_host_are_bitwise_the_c_kernels(tmp_path, dtype):
+    """The CUDA per-point functions, compiled as host C++ with __device__ and friends defined
+    away, agree bit for bit with the standalone C kernels (same statements, same libm,
+    no FMA contraction)."""
+    if shutil.which("g++") is None:
+        pytest.skip("no C++ compiler")
+    (tmp_path / "shim.h").write_text(SHIM)
+    rng = np.random.default_rng(3)
+    for case, (fname, shapes, what) in CASES.items():
+        F = symgrad.compile(bench_cases.FUNCS[fname], shapes, dtype=dtype)
+        G = getattr(F, what)
+        files = sources(F, [what], case, cuda=True)
+        clib = _library(tmp_path, {k: v for k, v in files.items() if not k.endswith(".cu")}, case)
+        name = f"{case}_{what}"
+        nargs, nres = len(G.args), len(G.result_shapes())
+        T = "double" if dtype == "float64" else "float"
+        params = ", ".join([f"const {T} *a{i}" for i in range(nargs)] + [f"{T} *r{i}" for i in range(nres)])
+        call = ", ".join([f"a{i}" for i in range(nargs)] + [f"r{i}" for i in range(nres)])
+        (tmp_path / f"{case}_host.cpp").write_text(files[f"{case}.cu"] + f'\nextern "C" void host_{name}({params}) '
+                                                   f"{{ {name}({call}); }}\n")
+        so = tmp_path / f"lib{case}_host.so"
+        subprocess.run(["g++", "-std=c++17", "-O2", "-ffp-contract=off", "-fPIC", "-shared", "-include",
+                        str(tmp_path / "shim.h"), str(tmp_path / f"{case}_host.cpp"), "-o", str(so)], check=True)
+        hlib = ctypes.CDLL(str(so))
+        for _ in range(20):
+            inputs = [np.ascontiguousarray(x[0]).astype(dtype) for x in
+                      bench_cases.make_inputs(fname, 1, rng)]
+            outs_c = [np.zeros(s, dtype) for s in G.result_shapes()]
+            outs_h = [np.zeros(s, dtype) for s in G.result_shapes()]
+            getattr(clib, name)(*[_ptr(a) for a in inputs], *[_ptr(o) for o in outs_c])
+            getattr(hlib, f"host_{name}")(*[_ptr(a) for a in inputs], *[_ptr(o) for o in outs_h])
+            for a, b in zip(outs_c, outs_h):
+                assert a.tobytes() == b.tobytes(), case
+            for a, want in zip(outs_c, [G(*inputs)] if nres == 1 else G(*inputs)):
+                np.testing.assert_allclose(a, want, rtol=1e-13 if dtype == "float64" else 2e-6, atol=1e-300)
+
+
+def test_to_cuda_says_what_is_missing():
+    F = symgrad.compile(bench_cases.seed)
+    try:
+        import cupy  # noqa: F401
+    except ImportError:
+        with pytest.raises(ImportError, match=r"CuPy.*symgrad\[cuda\]"):
+            F.grad.to_cuda()
+        return
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception:  # noqa: BLE001 - any failure to find a device
+        count = 0
+    if count == 0:
+        with pytest.raises(RuntimeError, match="no CUDA GPU"):
+            F.grad.to_cuda()
+        return
+    x = cupy.linspace(-1, 2, 1000)
+    np.testing.assert_allclose(cupy.asnumpy(F.grad.to_cuda()(x)), F.grad(cupy.asnumpy(x)), rtol=1e-13)
+
+
+# -- golden files: a renderer change shows as a diff ---------------------------------------------
+def _small():
+    def small(x, v):
+        return math.sin(x) * v[0] + symgrad.where(v[1] > x, v[1] ** 2, math.log(x)) / 3.0
+    return symgrad.compile(small, [(), (2,)])
+
+
+def test_golden_files_of_each_target(golden):
+    from symgrad.render import TARGETS, render
+    G = _small().grad
+    k = render(G.optimized(), G.c_name, TARGETS["cpu", "float64"], 256, G.options, title=G.title)
+    golden("small_grad_cpu.c", k.source + "\n/* declarations */\n" + k.cdecl)
+    files = sources(_small(), ["value", "grad"], "small", cuda=True)
+    for fname, text in files.items():
+        golden(fname, text)
