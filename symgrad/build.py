@@ -13,20 +13,17 @@ import shlex
 import shutil
 import sys
 import sysconfig
-import threading
 from functools import lru_cache
 from pathlib import Path
 
-from . import cache
+from . import cache, forksafe
 from .errors import CompileError
 from .render.target import TARGETS
 from .runtime import csrc_dir
 
 VERSION = "0.1.0"
-_lock = threading.Lock()  # guards _building
+_lock = forksafe.RLock()  # guards _building
 _building = {}  # key -> lock held while that key builds
-if hasattr(os, "register_at_fork"):  # a thread of the parent may have held them at the fork
-    os.register_at_fork(after_in_child=lambda: (globals().update(_lock=threading.Lock()), _building.clear()))
 _swept = set()
 
 # glibc's vector math library (see csrc/symgrad_rt.h); x86-64 Linux only.
@@ -94,7 +91,7 @@ def build(key, source, cdecl, *, parts=(), extra_flags=(), meta=None):
     the same time (a lock per key). ``meta`` (JSON data: results, dtype, ...) is compiled
     into the library, which returns it from ``symgrad_meta()`` beside ``symgrad_key()``."""
     with _lock:
-        key_lock = _building.setdefault(key, threading.Lock())
+        key_lock = _building.setdefault(key, forksafe.RLock())
     with key_lock:
         lib = cache.lookup(key)
         if lib is not None:
@@ -102,7 +99,7 @@ def build(key, source, cdecl, *, parts=(), extra_flags=(), meta=None):
         stamp = (f'\nconst char *symgrad_key(void) {{ return "{key}"; }}\n'
                  f'const char *symgrad_meta(void) {{ return {_c_string(json.dumps(meta or {}))}; }}\n')
         cdecl += "const char *symgrad_key(void);\nconst char *symgrad_meta(void);\n"
-        tried, failure, kept = [], None, None
+        tried = []
         for d in cache.building_places():
             if d not in _swept:
                 _swept.add(d)
@@ -115,21 +112,37 @@ def build(key, source, cdecl, *, parts=(), extra_flags=(), meta=None):
                         c_text = f.read()
                     return cache.install(d, key, so, c_text)
             except _CompilerFailed as e:
-                failure = e
-                tried.append((d, f"the C compiler failed:\n{e.stderr}"))
-                kept = kept or _keep_failed_source(d, key, e.source)
+                if not _io_failure(e.stderr):  # the compiler refused the code: its message is the error
+                    kept = _keep_failed_source(d, key, e.source)
+                    raise CompileError(f"C compiler failed ({' '.join(e.cmd[:3])} ...)"
+                                       + (f", source kept at {kept}" if kept else "") + ":\n"
+                                       + e.stderr[-4000:]) from None
+                tried.append((d, "the C compiler could not write its output: "
+                              + _first_line(e.stderr, "no message")))
             except cache.NotExecutable as e:
                 tried.append((d, f"compiled code cannot be loaded from there ({e})"))
             except OSError as e:
                 tried.append((d, f"{e.strerror or e} ({e.filename or d})"))
             if len(tried) == 1:
-                cache.warn_once(("build", str(d)), f"could not build in {d}: {tried[0][1].splitlines()[0]}; "
+                cache.warn_once(("build", str(d)), f"could not build in {d}: {_first_line(tried[0][1])}; "
                                 "trying a private directory")
-        if failure is not None and all("C compiler failed" in why for _, why in tried):
-            # the compiler refused the code everywhere: its own message is the error
-            raise CompileError(f"C compiler failed ({' '.join(failure.cmd[:3])} ...)"
-                               + (f", source kept at {kept}" if kept else "") + ":\n" + failure.stderr[-4000:])
         raise cache.fail(tried)
+
+
+_IO_WORDS = ("no space left", "read-only file system", "permission denied", "disk quota",
+             "input/output error", "cannot open output file", "can't open output file",
+             "file too large", "operation not permitted")
+
+
+def _io_failure(message):
+    """Whether a compiler's message says it could not write its files (rather than that it
+    refused the code): then another directory may do."""
+    message = message.lower()
+    return any(w in message for w in _IO_WORDS)
+
+
+def _first_line(text, default=""):
+    return next((line.strip() for line in text.splitlines() if line.strip()), default)
 
 
 def _c_string(text):

@@ -1,6 +1,7 @@
 """The kernel cache on disk: where it lives, what it trusts, how entries are written and loaded.
 
-A cache is a directory owned by the current user and writable by nobody else; symgrad
+A cache is a directory owned by the current user and writable by nobody else, below
+directories nobody else can change (checked on every use); symgrad
 never follows a symlink in it, never loads a file it did not verify, and writes every
 file with explicit modes (0600, 0700) through unique temporary names and an atomic
 rename. An entry for key K is ``_sg_K.json`` (what the library file is called and its
@@ -19,21 +20,19 @@ import re
 import stat
 import sysconfig
 import tempfile
-import threading
 import time
 import warnings
 from pathlib import Path
 
+from . import forksafe
 from .errors import CacheError, CacheWarning, CompileError
 
 FORMAT = 1
 EXT = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
 _loaded = {}   # key -> loaded cffi module
-_lock = threading.RLock()
+_lock = forksafe.RLock()
 _warned = set()
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-if hasattr(os, "register_at_fork"):  # a thread of the parent may have held it at the fork
-    os.register_at_fork(after_in_child=lambda: globals().update(_lock=threading.RLock()))
 _POSIX = hasattr(os, "getuid")
 
 
@@ -44,9 +43,78 @@ def warn_once(what, message):
 
 
 # -- which directory ----------------------------------------------------------------------
+def _mine(st):
+    """Whether a file or directory with status ``st`` belongs to this user or to root."""
+    return not _POSIX or st.st_uid in (0, os.getuid())
+
+
+def _private_group(gid):
+    """Whether ``gid`` is this user's own group (the user-private-group convention)."""
+    try:
+        import grp
+        import pwd
+        user = pwd.getpwuid(os.getuid()).pw_name
+        g = grp.getgrgid(gid)
+        return gid == os.getgid() and g.gr_name == user and set(g.gr_mem) <= {user}
+    except (ImportError, KeyError, OSError):
+        return False
+
+
+def _guarded(path, st):
+    """Why another user could rename or replace entries of the directory ``path``, or None."""
+    if not stat.S_ISDIR(st.st_mode):
+        return f"{path} is not a directory"
+    if not _mine(st):
+        return f"{path} is owned by another user (uid {st.st_uid})"
+    sticky = st.st_mode & stat.S_ISVTX
+    if st.st_mode & 0o002 and not sticky:
+        return f"{path} is writable by everyone (mode {stat.S_IMODE(st.st_mode):o})"
+    if st.st_mode & 0o020 and not sticky and not _private_group(st.st_gid):
+        return f"{path} is writable by its group (mode {stat.S_IMODE(st.st_mode):o})"
+    return None
+
+
+def _route(path):
+    """Why someone else could replace ``path`` through one of the directories above it (or a
+    symbolic link on the way), or None: every directory passed through must be this user's or
+    root's and writable by nobody else (a sticky directory such as /tmp is fine)."""
+    if not _POSIX:
+        return None
+    names = list(reversed(Path(os.path.abspath(path)).parts[1:]))  # a stack; the last name at the bottom
+    here, hops = os.sep, 0
+    try:
+        why = _guarded(here, os.stat(here))
+        while why is None and len(names) > 1:
+            name = names.pop()
+            if name in ("", "."):
+                continue
+            if name == "..":
+                here = os.path.dirname(here)
+                continue
+            step = os.path.join(here, name)
+            st = os.lstat(step)
+            if stat.S_ISLNK(st.st_mode):  # follow it, checking where it leads
+                hops += 1
+                if not _mine(st):
+                    return f"{step} is a symbolic link owned by another user (uid {st.st_uid})"
+                if hops > 40:
+                    return f"{step}: too many symbolic links"
+                target = os.readlink(step)
+                if os.path.isabs(target):
+                    here = os.sep
+                names.extend(reversed([p for p in Path(target).parts if p != os.sep]))
+                continue
+            why = _guarded(step, st)
+            here = step
+    except OSError as e:
+        return f"{e.filename or path} cannot be examined ({e.strerror})"
+    return why
+
+
 def unsafe(path):
-    """Why ``path`` may not be used as a cache directory, or None if it may: it must be a real
-    directory (not a symlink), owned by the current user, writable by no one else."""
+    """Why ``path`` may not be used as a cache directory, or None if it may: a real directory
+    (not a symlink), owned by the current user, writable by no one else, below directories
+    that no one else can change either."""
     try:
         st = os.lstat(path)
     except OSError as e:
@@ -59,21 +127,30 @@ def unsafe(path):
         return f"it is owned by another user (uid {st.st_uid}, you are {os.getuid()})"
     if _POSIX and st.st_mode & 0o022:
         return f"it is writable by {'others' if st.st_mode & 0o002 else 'its group'} (mode {stat.S_IMODE(st.st_mode):o})"
-    return None
+    why = _route(path)
+    return f"another user could replace it: {why}" if why else None
 
 
 def _make_private(path):
-    """Create ``path`` (and missing parents) as 0700 directories; the reason it is unusable, or None."""
-    try:
-        parent = os.path.dirname(path)
-        if parent and not os.path.isdir(parent):
-            os.makedirs(parent, mode=0o700, exist_ok=True)
-        os.mkdir(path, 0o700)
-        os.chmod(path, 0o700)  # whatever the umask
-    except FileExistsError:
-        pass
-    except OSError as e:
-        return f"it cannot be created ({e.strerror})"
+    """Create ``path`` and any missing parents as 0700 directories (whatever the umask);
+    the reason it is unusable, or None."""
+    path = os.path.abspath(path)
+    missing = []
+    p = path
+    while not os.path.lexists(p) and os.path.dirname(p) != p:
+        missing.append(p)
+        p = os.path.dirname(p)
+    if missing:  # nothing is made below a directory someone else could change
+        why = _route(os.path.join(p, "x"))
+        if why:
+            return f"another user could replace it: {why}"
+    for p in reversed(missing):
+        try:
+            os.mkdir(p, 0o700)  # the umask can only take bits away from 0700
+        except FileExistsError:
+            pass
+        except OSError as e:
+            return f"{p} cannot be created ({e.strerror})"
     return unsafe(path)
 
 
@@ -91,14 +168,69 @@ def _default_location():
     return os.path.join(base, "symgrad") if base else None
 
 
-def private_dir():
-    """A directory for this user alone in the system's temporary directory (kernels built
-    when the cache cannot be used); created if needed, never one someone else made."""
-    uid = os.getuid() if _POSIX else 0
-    path = os.path.join(tempfile.gettempdir(), f"symgrad-{uid}")
-    if _make_private(path) is None:
-        return Path(path)
-    return Path(tempfile.mkdtemp(prefix=f"symgrad-{uid}-"))
+def _temp_bases():
+    """Temporary directories a private directory may go in: the system's (TMPDIR), or where
+    another user could replace things in it, /tmp or /var/tmp."""
+    seen = []
+    for base in (tempfile.gettempdir(), "/tmp", "/var/tmp"):
+        base = os.path.abspath(base)
+        if base not in seen and os.path.isdir(base):
+            seen.append(base)
+            if _route(os.path.join(base, "x")) is None:
+                return seen[-1:]
+    return seen
+
+
+def _private_path(base):
+    return os.path.join(base, f"symgrad-{os.getuid() if _POSIX else 0}")
+
+
+_private = {}  # "dir": this process's private directory, once made
+
+
+def private_dir(create=True):
+    """A directory for this user alone in a temporary directory, for kernels the cache cannot
+    take: ``symgrad-<uid>`` there, kept across processes; if someone else has taken that name,
+    a fresh directory for this process (removed at its exit). With ``create=False``, the
+    shared one if it exists and is safe, else None."""
+    with _lock:
+        if "dir" in _private and unsafe(_private["dir"]) is None:
+            return _private["dir"]
+        _private.pop("dir", None)
+        reasons = []
+        for base in _temp_bases():
+            path = _private_path(base)
+            if not create:
+                if os.path.lexists(path) and unsafe(path) is None:
+                    return Path(path)
+                continue
+            why = _make_private(path)
+            if why is None:
+                _private["dir"] = Path(path)
+                return _private["dir"]
+            reasons.append(f"{path}: {why}")
+            if _route(os.path.join(base, "x")) is None:  # the base itself is safe: a directory of our own
+                try:
+                    own = Path(tempfile.mkdtemp(prefix=f"symgrad-{os.getuid() if _POSIX else 0}-", dir=base))
+                except OSError as e:
+                    reasons.append(f"{base}: a directory cannot be made there ({e.strerror})")
+                    continue
+                _remove_at_exit(own)
+                warn_once(("squatted", path), f"{path} cannot be used ({why}); this process builds "
+                          f"in {own} (removed when it exits)")
+                _private["dir"] = own
+                return own
+        if not create:
+            return None
+        raise CacheError("symgrad found no directory of its own to build kernels in:\n  "
+                         + "\n  ".join(reasons) + "\nSet SYMGRAD_CACHE_DIR to a directory you own (mode 700).")
+
+
+def _remove_at_exit(path):
+    import atexit
+    import shutil
+    pid = os.getpid()
+    atexit.register(lambda: os.getpid() == pid and shutil.rmtree(path, ignore_errors=True))
 
 
 _dir = {}
@@ -107,32 +239,35 @@ _dir = {}
 def directory():
     """The cache directory: ``$SYMGRAD_CACHE_DIR`` (an unsafe one raises CacheError), else
     ``$XDG_CACHE_HOME/symgrad`` or ``~/.cache/symgrad``, else (with one warning) a private
-    temporary directory."""
+    temporary directory. Checked again on every use: a directory that has become unsafe is
+    not used."""
     explicit = os.environ.get("SYMGRAD_CACHE_DIR")
     key = ("explicit", explicit) if explicit else ("default", os.environ.get("XDG_CACHE_HOME"),
                                                    os.environ.get("HOME"))
     with _lock:
         if key in _dir:
-            return _dir[key]
-        if explicit:
-            path = os.path.abspath(explicit)
-            why = _make_private(path) if not os.path.lexists(path) else unsafe(path)
-            if why:
-                raise CacheError(f"SYMGRAD_CACHE_DIR={explicit!r} cannot be used: {why}. symgrad loads "
-                                 "native code from its cache, so the directory must be yours alone: "
-                                 "`chmod 700` it, or point SYMGRAD_CACHE_DIR at a directory you own")
-            _dir[key] = Path(path)
+            d = _dir[key]
+            why = unsafe(d)
+        elif explicit:
+            d = Path(os.path.abspath(explicit))
+            why = _make_private(d) if not os.path.lexists(d) else unsafe(d)
         else:
             path = _default_location()
+            d = Path(path) if path else None
             why = _make_private(path) if path else "no home directory is known (HOME is unset)"
-            if why:
-                fallback = private_dir()
-                warn_once(("default", path), f"the cache directory {path} cannot be used ({why}); "
+        if why and explicit:
+            _dir.pop(key, None)
+            raise CacheError(f"SYMGRAD_CACHE_DIR={explicit!r} cannot be used: {why}. symgrad loads "
+                             "native code from its cache, so the directory must be yours alone: "
+                             "`chmod 700` it, or point SYMGRAD_CACHE_DIR at a directory you own")
+        if why:
+            fallback = private_dir()
+            if d != fallback:
+                warn_once(("default", str(d)), f"the cache directory {d} cannot be used ({why}); "
                           f"kernels go to {fallback} instead")
-                _dir[key] = fallback
-            else:
-                _dir[key] = Path(path)
-        return _dir[key]
+            d = fallback
+        _dir[key] = d
+        return d
 
 
 # -- reading and verifying entries ----------------------------------------------------------
@@ -144,7 +279,7 @@ def _open_own(path):
     """fd of a regular file of ours that only we can write, or None (absent); raises
     _Damaged if the file is there but not one symgrad may trust."""
     try:
-        fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0))  # a FIFO must not block
     except FileNotFoundError:
         return None
     except OSError as e:
@@ -167,6 +302,11 @@ class _Damaged(Exception):
     """A cache entry that is there but cannot be trusted."""
 
 
+class _Gone(_Damaged):
+    """A library file that its metadata names is not there (possibly replaced a moment ago
+    by another process writing the same entry: worth reading the metadata again)."""
+
+
 def _read_all(fd):
     chunks = []
     while True:
@@ -184,18 +324,20 @@ def _library_file(d, key):
         return None
     try:
         meta = json.loads(_read_all(fd).decode())
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         raise _Damaged("its metadata is not valid") from None
     finally:
         os.close(fd)
-    name = meta.get("library") if isinstance(meta, dict) else None
+    if not isinstance(meta, dict):
+        raise _Damaged("its metadata does not describe this kernel")
+    name = meta.get("library")
     if meta.get("format") != FORMAT or meta.get("key") != key or not isinstance(name, str) or \
             not re.fullmatch(rf"_sg_{re.escape(key)}-[0-9a-f]{{16}}{re.escape(EXT)}", name):
         raise _Damaged("its metadata does not describe this kernel")
     lib = d / name
     fd = _open_own(lib)
     if fd is None:
-        raise _Damaged("its library file is missing")
+        raise _Gone("its library file is missing")
     data = _read_all(fd)
     if hashlib.sha256(data).hexdigest() != meta.get("sha256"):
         os.close(fd)
@@ -206,7 +348,10 @@ def _library_file(d, key):
 def _dlopen(key, path, fd):
     """Load the library at ``path``, verified through the open ``fd``: the path must still be
     that very file (the directory is ours alone, so nobody else can swap it in between)."""
-    st, now = os.fstat(fd), os.stat(path, follow_symlinks=False)
+    try:
+        st, now = os.fstat(fd), os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        raise _Gone("its library file was removed while it was being checked") from None
     if (st.st_dev, st.st_ino) != (now.st_dev, now.st_ino):
         raise _Damaged("its library file changed while it was being checked")
     origin = str(path)
@@ -232,26 +377,38 @@ class NotExecutable(Exception):
 def load_from(d, key):
     """The library for ``key`` from directory ``d``: None if absent; a damaged entry is removed
     (with a warning) and None returned; NotExecutable if it cannot be mapped there."""
-    try:
-        found = _library_file(d, key)
-        if found is None:
-            return None
-        path, fd = found
+    for attempt in range(3):
         try:
-            mod = _dlopen(key, path, fd)
-        except ImportError as e:
-            if _noexec(d) or "map" in str(e).lower() and "segment" in str(e).lower():
-                raise NotExecutable(str(e)) from None
-            raise _Damaged(f"it does not load ({e})") from None
-        finally:
-            os.close(fd)
-        if not _verified_key(mod, key):
-            raise _Damaged("the library was built for another kernel")
-        return mod
-    except _Damaged as e:
-        warn_once(("damaged", key), f"the cached kernel {key[:12]} in {d} was damaged ({e}); it is rebuilt")
+            return _load(d, key)
+        except _Gone as e:
+            if attempt < 2:
+                time.sleep(0.01 * (attempt + 1))
+                continue
+            damage = e
+        except _Damaged as e:
+            damage = e
+        warn_once(("damaged", key), f"the cached kernel {key[:12]} in {d} was damaged ({damage}); it is rebuilt")
         remove(d, key)
         return None
+
+
+def _load(d, key):
+    """One attempt of load_from; raises _Damaged (or _Gone) for an entry it cannot trust."""
+    found = _library_file(d, key)
+    if found is None:
+        return None
+    path, fd = found
+    try:
+        mod = _dlopen(key, path, fd)
+    except ImportError as e:
+        if _noexec(d) or "map" in str(e).lower() and "segment" in str(e).lower():
+            raise NotExecutable(str(e)) from None
+        raise _Damaged(f"it does not load ({e})") from None
+    finally:
+        os.close(fd)
+    if not _verified_key(mod, key):
+        raise _Damaged("the library was built for another kernel")
+    return mod
 
 
 def _noexec(d):
@@ -301,23 +458,43 @@ def store(d, key, library_file, source=None):
     meta = {"format": FORMAT, "key": key, "library": name, "sha256": digest, "size": len(data),
             "created": time.time()}
     write_file(d, f"_sg_{key}.json", json.dumps(meta).encode(), 0o600)
-    for old in d.glob(f"_sg_{key}-*{EXT}"):  # libraries of earlier writes of this key
-        if old.name != name:
-            try:
-                os.unlink(old)
-            except OSError:
-                pass
+    _remove_unlisted(d, key, name, GRACE)
     return d / name
 
 
+GRACE = 600.0  # s: a library another process wrote this recently may be about to be loaded
+
+
+def _remove_unlisted(d, key, listed, min_age):
+    """Remove libraries of ``key`` other than ``listed`` (earlier writes) older than ``min_age`` s:
+    a younger one may belong to a process writing the same entry at this moment."""
+    now = time.time()
+    for old in d.glob(f"_sg_{key}-*{EXT}"):
+        try:
+            if old.name != listed and now - old.lstat().st_mtime > min_age:
+                os.unlink(old)
+        except OSError:
+            pass
+
+
 def sweep(d, max_age=86400.0):
-    """Remove build and temporary files of builds that died (older than ``max_age`` s)."""
+    """Remove build and temporary files of builds that died, and libraries no metadata lists
+    (left by processes that wrote the same entry at once), older than ``max_age`` s."""
     now = time.time()
     try:
         entries = list(os.scandir(d))
     except OSError:
         return
     for e in entries:
+        if e.name.endswith(".json") and e.name.startswith("_sg_"):
+            key = e.name[4:-5]
+            try:
+                fd = _open_own(Path(e.path))
+                listed = json.loads(_read_all(fd).decode()).get("library") if fd is not None else None
+                os.close(fd)
+            except (_Damaged, OSError, ValueError, UnicodeDecodeError, RecursionError, AttributeError):
+                continue
+            _remove_unlisted(d, key, listed, max_age)
         if not e.name.startswith((".build-", ".tmp-")):
             continue
         try:
@@ -354,32 +531,25 @@ def lookup(key):
 
 
 def _places():
-    """Directories a kernel may be found in: the cache, then the private directory (kernels
-    built there when the cache could not take them)."""
+    """Directories a kernel may be found in: the cache, then this user's private directory
+    (kernels built there when the cache could not take them), if there is one."""
     d = directory()
-    out = [d]
-    p = _private.get("dir")
-    if p is not None and p != d:
-        out.append(p)
-    return out
-
-
-_private = {}
+    p = private_dir(create=False)
+    return [d] if p is None or p == d else [d, p]
 
 
 def building_places():
-    """Where to build, in order: the cache, then the private directory."""
+    """Where to build, in order (a generator, so the private directory is made only when
+    reached): the cache, then the private directory."""
     d = directory()
-    places = [d]
     if _noexec(d):
-        places = []
         warn_once(("noexec", str(d)), f"{d} is on a filesystem that does not allow loading compiled code "
                   "(noexec); kernels are built in a private directory instead")
-    p = _private.get("dir") or private_dir()
-    _private["dir"] = p
+    else:
+        yield d
+    p = private_dir()
     if p != d:
-        places.append(p)
-    return places
+        yield p
 
 
 def install(d, key, library_file, source):

@@ -128,10 +128,11 @@ class Plan:
                 self._run(n, ins, work)
             else:  # inputs to copy: a chunk of points at a time (a broadcast input stays small)
                 per_point = sum(x.itemsize * prod(core) for x, ok, (_, core) in zip(ins, ready, self.args) if not ok)
-                for idx in _chunks(batch, max(1024, CHUNK_BYTES // max(per_point, 1))):
+                for idx in _chunks(batch, max(1, CHUNK_BYTES // max(per_point, 1))):
                     outs = [w[idx] for w in work]
                     part = [x[idx] if ok else np.require(x[idx], requirements="CA") for x, ok in zip(ins, ready)]
                     self._run(outs[0].size // self.sizes[0], part, outs)
+                    del part  # before the next chunk's copies are made
         for r, w in zip(results, work):
             if r is not w:
                 r[...] = w

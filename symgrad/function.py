@@ -11,13 +11,12 @@ import hashlib
 import logging
 import os
 import re
-import threading
 import time
 from contextlib import contextmanager
 
 import numpy as np
 
-from . import calling, options as _options
+from . import calling, forksafe, options as _options
 
 # Slow compile stages are reported at WARNING level on this logger: without logging set
 # up, Python prints them on stderr. Silence: SYMGRAD_QUIET=1, or
@@ -54,7 +53,7 @@ class Source:
 
     def __init__(self, fn=None, shapes=None, program=None):
         self.fn, self.shapes, self._program, self._symbolic = fn, shapes, program, None
-        self._lock = threading.RLock()
+        self._lock = forksafe.RLock()
 
     def program(self, name):
         with self._lock:
@@ -92,7 +91,7 @@ class Function:
         self.args = args  # ((name, core shape), ...), known before tracing
         self.options = options or _options.DEFAULT
         self._source, self._steps, self._structure = source, tuple(steps), structure
-        self._lock = threading.RLock()
+        self._lock = forksafe.RLock()
         self._plan = self._kernel = self._optimized = None
         self._derived = {}  # derivatives taken of this Function, each made once
 

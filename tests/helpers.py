@@ -10,7 +10,6 @@ if EXAMPLES not in sys.path:
     sys.path.insert(0, EXAMPLES)
 
 
-
 def run_python(code, cwd, *argv, timeout=180, check=True, **env):
     """Run ``code`` (dedented) as a script file in a fresh Python process inside ``cwd``,
     with symgrad importable; returns the completed process (stdout lines via .lines)."""
@@ -19,6 +18,9 @@ def run_python(code, cwd, *argv, timeout=180, check=True, **env):
         f.write(textwrap.dedent(code))
     full = {k: v for k, v in os.environ.items() if k != "CC"}
     full["PYTHONPATH"] = os.pathsep.join([ROOT, str(cwd), full.get("PYTHONPATH", "")])
+    if "TMPDIR" not in env:  # the private directory of kernels symgrad may fall back to: this test's own
+        env["TMPDIR"] = os.path.join(str(cwd), "tmp")
+        os.makedirs(env["TMPDIR"], mode=0o700, exist_ok=True)
     full.update({k: str(v) for k, v in env.items()})
     r = subprocess.run([sys.executable, script, *map(str, argv)], env=full, capture_output=True, text=True,
                        timeout=timeout, cwd=str(cwd))

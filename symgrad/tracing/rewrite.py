@@ -20,11 +20,11 @@ import itertools
 import linecache
 import sys
 import sysconfig
-import threading
 import types
 
 import numpy as np
 
+from .. import forksafe
 from ..errors import TraceError
 from . import values
 from .standins import standin, volatile
@@ -55,7 +55,7 @@ def is_user_code(module_name, filename):
 
 # -- the call interceptor ----------------------------------------------------------------------
 _codes = {}  # original code -> (rewritten code, closure indices), or None: run the original
-_lock = threading.Lock()
+_lock = forksafe.RLock()
 
 
 def intercept(f):

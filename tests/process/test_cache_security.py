@@ -219,7 +219,7 @@ def test_full_disk(tmp_path):
         assert r.lines == [WANT]  # built in the private directory instead
         assert r.stderr.count("CacheWarning") == 1 and "No space left" in r.stderr
         # nothing can be built anywhere: one clear error with the compiler's own message
-        private = tmp_path / "tmp"
+        private = tmp_path / "fulltmp"
         private.mkdir()
         subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(private)], check=True)
         try:
