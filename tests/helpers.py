@@ -28,3 +28,28 @@ def run_python(code, cwd, *argv, timeout=180, check=True, **env):
         assert r.returncode == 0, r.stderr[-4000:]
     r.lines = r.stdout.split("\n")[:-1] if r.stdout else []
     return r
+
+
+def reference_grad(fn, args, k, step=1e-4):
+    """d fn / d args[k] (fn scalar-valued, on numpy arrays) by fourth-order central differences
+    in long double, an independent reference for gradients of numpy code (about 1e-12 relative;
+    float64 with a larger step where numpy has no long-double path, as in LAPACK)."""
+    import numpy as np
+    for dtype, h0 in ((np.longdouble, step), (np.float64, 1e-3)):
+        base = [np.array(a, dtype=dtype) for a in args]
+        x = base[k]
+        g = np.zeros(x.shape)
+        try:
+            for idx in np.ndindex(*x.shape):
+                h = dtype(h0) * max(1, abs(x[idx]))
+                vals = []
+                for s in (2, 1, -1, -2):
+                    xs = [b.copy() for b in base]
+                    xs[k][idx] += s * h
+                    with np.errstate(all="ignore"):
+                        vals.append(dtype(fn(*xs)))
+                g[idx] = (-vals[0] + 8 * vals[1] - 8 * vals[2] + vals[3]) / (12 * h)
+            return g
+        except TypeError:  # no long-double loop (numpy.linalg): float64
+            continue
+    raise TypeError(f"{fn} cannot be evaluated on float arrays")

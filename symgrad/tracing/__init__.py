@@ -12,7 +12,7 @@ from ..errors import TraceError
 from ..program import Arg, Builder, Output
 from ..signature import traced_params
 from .rewrite import intercept
-from .values import Condition, TracedArray, Value, state, where
+from .values import Condition, Poison, TracedArray, Value, state, where
 
 __all__ = ["trace", "where", "TraceError"]
 
@@ -30,17 +30,23 @@ def trace(fn, shapes=None):
             arr = np.empty(args[-1].size, dtype=object)
             arr[:] = [Value(b, b.node("arg", k, j)) for j in range(args[-1].size)]
             values.append(arr.reshape(shape).view(TracedArray))
-    outer = getattr(state, "builder", None)
-    state.builder = b
+    outer, frames = getattr(state, "builder", None), getattr(state, "branch_frames", None)
+    state.builder, state.branch_frames = b, []
     try:
         result = intercept(fn)(*values)
+    except RecursionError:
+        raise TraceError(f"tracing {getattr(fn, '__qualname__', fn)!r} exceeded Python's recursion limit: a "
+                         "recursion whose end is decided by an `if` on a traced value runs both branches, "
+                         "so it never ends. Recurse a fixed number of times (or loop over a range)") from None
     finally:
-        state.builder = outer
+        state.builder, state.branch_frames = outer, frames
     return b.program(args, [_output(b, result, fn)])
 
 
 def _output(b, result, fn):
     name = getattr(fn, "__name__", "f")
+    if isinstance(result, Poison):
+        result.returned(name)
     if isinstance(result, Value):
         return Output("out", (), (result.i,))
     arr = np.asarray(result, dtype=object)
@@ -49,6 +55,8 @@ def _output(b, result, fn):
         if isinstance(r, (np.ndarray, list, tuple)):
             raise TraceError(f"{name} returned a ragged structure; return a scalar, "
                              "a tuple of scalars or a rectangular array")
+        if isinstance(r, Poison):
+            r.returned(name)
         if isinstance(r, Condition):
             raise TraceError(f"{name} returned a comparison; return numbers (use symgrad.where)")
         i = r.i if isinstance(r, Value) and r.b is b else None if isinstance(r, Value) else b.const(r)

@@ -26,10 +26,10 @@ import numpy as np
 
 from .. import forksafe
 from ..errors import TraceError
-from . import values
+from . import selects, values
+from .transform import CALL, Calls, Mangle, convert, effects
 from .standins import standin, volatile
 
-CALL = "__symgrad_call__"
 _MAKE = "__symgrad_make__"
 _FUTURE = 0
 for _name in __future__.all_feature_names:
@@ -55,6 +55,7 @@ def is_user_code(module_name, filename):
 
 # -- the call interceptor ----------------------------------------------------------------------
 _codes = {}  # original code -> (rewritten code, closure indices), or None: run the original
+_effects = {}  # original code -> what it changes outside itself (see selects.effects)
 _lock = forksafe.RLock()
 
 
@@ -62,6 +63,14 @@ def intercept(f):
     """What a call of ``f`` in rewritten code calls (the hot path of tracing)."""
     if getattr(values.state, "builder", None) is None:
         return f  # a rewritten copy run outside a trace behaves as the original
+    if selects.in_branch():
+        caller = sys._getframe(1)
+        _in_branch(f, caller)
+        return selects.no_out(_callee(f), caller)
+    return _callee(f)
+
+
+def _callee(f):
     s = standin(f)
     if s is not None:
         return s
@@ -97,6 +106,20 @@ def intercept(f):
     return f
 
 
+def _in_branch(f, caller):
+    """A call made while both branches of an ``if`` on a traced value run: refused if it
+    would change an object both branches see (a user function's own check is in function())."""
+    selects.check_call(f, caller)
+
+
+def _effects_in_branch(f):
+    why = _effects.get(f.__code__)
+    if why and selects.in_branch():
+        raise TraceError(f"{f.__qualname__}() is called inside a branch of an `if` whose condition is traced, "
+                         f"at {values.user_site()}, and it changes something outside itself ({why}): both "
+                         "branches run, so the change would happen twice. Return the values instead")
+
+
 def function(f):
     """``f`` recompiled with its calls intercepted, or ``f`` itself (library code, code the
     rewriter made, or no source that matches the running code)."""
@@ -109,6 +132,7 @@ def function(f):
             hit = _codes[code] = _rewrite(f)
     if hit is None:
         return f
+    _effects_in_branch(f)
     if hit is _PROXY:
         g = types.FunctionType(code, _Globals(f.__globals__), f.__name__, f.__defaults__, f.__closure__)
     else:
@@ -285,6 +309,11 @@ def _rewrite(f):
             raise _NoSource("it runs with builtins of its own")
         text, node, imports = _find(code, f.__globals__)
         new = _compile(text, node, code, transform=True, imports=imports)
+        if not isinstance(node, ast.Lambda):
+            g = f.__globals__
+            why = effects(node, lambda name: isinstance(g.get(name), types.ModuleType))
+            if why:
+                _effects[code] = why
     except _NoSource as e:
         if _reads_globals_only(code):
             return _PROXY
@@ -367,13 +396,24 @@ def _compile(text, node, code, transform, imports):
     """Compile ``node`` as a function nested in one whose parameters are ``code``'s free
     variables, so that it refers to the same cells (and globals) as ``code``; the module's
     imports come along (they are compiled, never run)."""
+    try:
+        return _compile_once(text, node, code, transform, imports, True)
+    except SyntaxError as e:
+        if "nested blocks" not in str(e):
+            raise
+        # nested too deep to convert every `if`: they stay as written (refused where traced)
+        return _compile_once(text, node, code, transform, imports, False)
+
+
+def _compile_once(text, node, code, transform, imports, statements):
     node = _fresh(text, node)
     _strip(node)
     cls = _class_of(code)
     if cls:
-        _Mangle(cls).visit(node)
+        Mangle(cls).visit(node)
     if transform:
-        _Calls().visit(node)
+        Calls().visit(node)
+        convert(node, code.co_filename, statements)
     at = dict(lineno=node.lineno, col_offset=0, end_lineno=node.lineno, end_col_offset=0)
     args = ast.arguments(posonlyargs=[], args=[ast.arg(p, **at) for p in code.co_freevars], vararg=None,
                          kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[])
@@ -433,58 +473,3 @@ def _class_of(code):
         if a != "<locals>" and b != "<locals>":
             cls = a
     return cls
-
-
-class _Mangle(ast.NodeTransformer):
-    """Python's private name mangling (``self.__x`` in class C is ``self._C__x``)."""
-
-    def __init__(self, cls):
-        self.prefix = "_" + cls.lstrip("_")
-        self.off = not cls.lstrip("_")
-
-    def m(self, name):
-        if self.off or not name or not name.startswith("__") or name.endswith("__") or "." in name:
-            return name
-        return self.prefix + name
-
-    def visit_Name(self, n):
-        n.id = self.m(n.id)
-        return n
-
-    def visit_Attribute(self, n):
-        self.generic_visit(n)
-        n.attr = self.m(n.attr)
-        return n
-
-    def visit_arg(self, n):
-        n.arg = self.m(n.arg)
-        return n
-
-    def visit_keyword(self, n):
-        self.generic_visit(n)
-        n.arg = self.m(n.arg)
-        return n
-
-    def visit_Global(self, n):
-        n.names = [self.m(x) for x in n.names]
-        return n
-
-    visit_Nonlocal = visit_Global
-
-    def visit_alias(self, n):
-        if n.asname:
-            n.asname = self.m(n.asname)
-        return n
-
-
-class _Calls(ast.NodeTransformer):
-    """``f(args)`` -> ``__symgrad_call__(f)(args)`` (``super()`` stays as it is)."""
-
-    def visit_Call(self, n):
-        self.generic_visit(n)
-        if isinstance(n.func, ast.Name) and n.func.id == "super":
-            return n
-        f = n.func
-        hook = ast.copy_location(ast.Name(CALL, ast.Load()), f)
-        n.func = ast.copy_location(ast.Call(hook, [f], []), f)
-        return n

@@ -39,6 +39,8 @@ def user_site():
 
 def ref(b, x):
     """Node index of ``x`` (a Value of this trace or a number) in builder ``b``, or None."""
+    if isinstance(x, Poison):
+        x.fail()
     if isinstance(x, Value):
         if x.b is not b:
             raise TraceError(f"a traced value of another trace is used at {user_site()}: a value "
@@ -58,7 +60,12 @@ def apply(op, *xs):
         raise TraceError(f"{op} of {', '.join(type(x).__name__ for x in xs)} at {user_site()}: expected a "
                          "traced value among the arguments")
     refs = []
-    for x in xs:
+    for k, x in enumerate(xs):
+        wants_condition = op in ops.LOGIC or (op == "select" and k == 0)
+        if isinstance(x, Condition) and not wants_condition:
+            x = x.number()  # a comparison as a number: 0/1, as numpy computes True * 2.5
+        elif isinstance(x, Value) and wants_condition:
+            x = apply("ne", x, 0.0)  # a number as a truth value: x != 0
         r = x.i if isinstance(x, Condition) and x.b is b else ref(b, x)
         if r is None:
             raise TraceError(f"expected a number or traced value, got {type(x).__name__} {x!r} "
@@ -72,8 +79,22 @@ def _is_nan(x):
     return isinstance(x, (float, np.floating)) and math.isnan(x)
 
 
+# Arithmetic of a traced value with a list, tuple or array is numpy's, elementwise (an entry
+# of a traced array behaves as numpy's scalars do).
+_UFUNCS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide, "pow": np.power,
+           "mod": np.mod, "floordiv": np.floor_divide, "lt": np.less, "le": np.less_equal, "gt": np.greater,
+           "ge": np.greater_equal, "eq": np.equal, "ne": np.not_equal}
+
+
+def _sequence(other):
+    return isinstance(other, (list, tuple)) or (isinstance(other, np.ndarray) and other.ndim > 0)
+
+
 def _binary(op, reflected=False):
     def f(self, other):
+        if _sequence(other):
+            arr = np.asarray(other)
+            return _UFUNCS[op](arr, self) if reflected else _UFUNCS[op](self, arr)
         if ref(self.b, other) is None:
             return NotImplemented
         return apply(op, other, self) if reflected else apply(op, self, other)
@@ -84,6 +105,8 @@ def _compare(op):
     def f(self, other):
         if _is_nan(other):  # as in Python: every comparison with nan is False, but !=
             return op == "ne"
+        if _sequence(other):
+            return _UFUNCS[op](self, np.asarray(other))
         if ref(self.b, other) is None:
             return NotImplemented
         return apply(op, self, other)
@@ -127,22 +150,38 @@ class Value:
     def __abs__(self):
         return apply("abs", self)
 
+    __mod__, __rmod__ = _binary("mod"), _binary("mod", True)
+    __floordiv__, __rfloordiv__ = _binary("floordiv"), _binary("floordiv", True)
+
+    def __divmod__(self, other):
+        return self // other, self % other
+
+    def __rdivmod__(self, other):
+        return other // self, other % self
+
+    def __round__(self, ndigits=None):
+        if ndigits is None:
+            return apply("round", self)  # half to even, as Python (a number, not an int)
+        scale = 10.0 ** ndigits
+        return apply("round", self * scale) / scale
+
+    def __trunc__(self):
+        return apply("trunc", self)
+
+    def __floor__(self):
+        return apply("floor", self)
+
+    def __ceil__(self):
+        return apply("ceil", self)
+
     __float__ = _leaves("float()")
     __int__ = __index__ = _leaves("int()")
     __complex__ = _leaves("complex()")
-    __round__ = _leaves("round()")
-    __trunc__ = _leaves("math.trunc()")
-    __floor__ = _leaves("math.floor()")
-    __ceil__ = _leaves("math.ceil()")
-    __floordiv__ = __rfloordiv__ = _leaves("// (floor division)")
-    __divmod__ = __rdivmod__ = _leaves("divmod()")
     __format__ = _leaves("format() / f-string formatting")
-    __mod__ = __rmod__ = _leaves("% (modulo)")
-    rint = _leaves("numpy rounding (np.round/np.rint)")
     __bool__ = _leaves("truth value (if/while/and/or)")
 
     def __array_ufunc__(self, ufunc, method, *args, **kw):
-        from .standins import array_ufunc
+        from .ufuncs import array_ufunc
         return array_ufunc(ufunc, method, args, kw)
 
     def __repr__(self):
@@ -162,6 +201,38 @@ class Value:
         return self
 
 
+class Poison:
+    """A variable with no single value after an ``if`` on a traced condition (assigned in one
+    branch only, or to values of different kinds): any use of it raises, saying why."""
+
+    __slots__ = ("why",)
+
+    def __init__(self, why):
+        self.why = why
+
+    def fail(self, *a, **k):
+        raise TraceError(f"{self.why}; it is used at {user_site()}")
+
+    def returned(self, fn_name):
+        raise TraceError(f"{self.why}; {fn_name} returns it")
+
+    __bool__ = __float__ = __int__ = __index__ = __iter__ = __len__ = __call__ = fail
+    __getitem__ = __setitem__ = __neg__ = __pos__ = __abs__ = __array__ = __array_ufunc__ = fail
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = fail
+    __pow__ = __rpow__ = __mod__ = __rmod__ = __floordiv__ = __rfloordiv__ = __matmul__ = __rmatmul__ = fail
+    __lt__ = __le__ = __gt__ = __ge__ = __eq__ = __ne__ = __hash__ = fail
+
+    def __getattr__(self, name):
+        self.fail()
+
+    @property
+    def __class__(self):  # isinstance(p, str) asks this (isinstance(p, Poison) does not)
+        self.fail()
+
+    def __repr__(self):
+        return f"<no value: {self.why}>"
+
+
 class Condition:
     """A traced comparison; it cannot become a Python bool (that would fix a branch)."""
 
@@ -172,17 +243,21 @@ class Condition:
 
     def __bool__(self):
         raise TraceError(
-            f"a Python branch depends on a traced value at {user_site()}. symgrad traces one "
-            "path and cannot follow data-dependent `if`, `while`, `and`, `or` or `min`/`max` "
-            "with a key. Write symgrad.where(cond, a, b) instead, e.g. "
-            "`y = symgrad.where(x > 0, x, -x)`.")
+            f"the truth of a traced comparison is needed at {user_site()} (`any`/`all`, `in`, `sorted` "
+            "or `min`/`max` with a key, an `if` in code symgrad does not rewrite, or one nested too deep "
+            "to convert): it would fix one path. Write it as values with symgrad.where(cond, a, b), "
+            "e.g. `y = symgrad.where(x > 0, x, -x)`.")
 
-    def _arith(self, *a):
-        raise TraceError(f"arithmetic on a traced comparison at {user_site()}: write "
-                         "symgrad.where(cond, 1.0, 0.0) to turn a condition into a number")
+    def number(self):
+        """The condition as a number, 1.0 or 0.0 (as numpy computes True * 2.5)."""
+        return apply("select", self, 1.0, 0.0)
 
-    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _arith
-    __neg__ = __float__ = __int__ = __index__ = __pow__ = __rpow__ = _arith
+    def _leave(self, *a):
+        raise TraceError(f"int() or float() of a traced comparison at {user_site()}: call float(c) or "
+                         "int(c) in the traced function itself (it becomes a 0/1 step), or write "
+                         "symgrad.where(cond, 1.0, 0.0)")
+
+    __float__ = __int__ = __index__ = _leave
 
     def __and__(self, o):
         return apply("and", self, _cond(self.b, o))
@@ -196,7 +271,7 @@ class Condition:
     __rand__, __ror__ = __and__, __or__
 
     def __array_ufunc__(self, ufunc, method, *args, **kw):
-        from .standins import array_ufunc
+        from .ufuncs import array_ufunc
         return array_ufunc(ufunc, method, args, kw)
 
     def __copy__(self):
@@ -222,8 +297,28 @@ class TracedArray(np.ndarray):
     ufuncs (comparisons, np.maximum, reductions such as np.max) go through symgrad."""
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kw):
-        from .standins import array_ufunc
+        from .ufuncs import array_ufunc
         return array_ufunc(ufunc, method, inputs, kw)
+
+    @staticmethod
+    def _index(index):
+        """An index as numpy takes it; a traced one is refused (the shape would depend on the data)."""
+        parts = list(index) if isinstance(index, tuple) else [index]
+        for k, i in enumerate(parts):
+            if isinstance(i, Condition) or (isinstance(i, np.ndarray) and i.dtype == object and
+                                            any(isinstance(c, (Condition, Value)) for c in i.flat)):
+                raise TraceError(f"an array indexed by a traced comparison at {user_site()}: the result's "
+                                 "shape would depend on the data. Keep the shape: np.where(cond, x, 0.0) "
+                                 "(or x * symgrad.where(cond, 1.0, 0.0)), then reduce")
+            if isinstance(i, np.ndarray) and i.dtype == object:  # made in traced code: numbers again
+                parts[k] = np.array(i.tolist())
+        return tuple(parts) if isinstance(index, tuple) else parts[0]
+
+    def __getitem__(self, index):
+        return super().__getitem__(self._index(index))
+
+    def __setitem__(self, index, value):
+        super().__setitem__(self._index(index), value)
 
 
 # numpy calls these methods on the elements of object arrays (np.sin(array_of_values)).
@@ -239,7 +334,7 @@ for _name, _op in ops.NUMPY.items():
 def where(cond, a, b):
     """Traced select: ``a`` where ``cond`` holds, else ``b``; elementwise on arrays."""
     if isinstance(cond, np.ndarray) or isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        from .standins import elementwise
+        from .ufuncs import elementwise
         return elementwise(_WHERE, (cond, a, b))
     if not isinstance(cond, Condition):
         return a if cond else b
@@ -258,3 +353,35 @@ def select_max(a, b):
 def select_min(a, b):
     c = b < a
     return where(c, b, a) if isinstance(c, Condition) else (b if c else a)
+
+
+def _as_number(name):
+    def f(self, *a):
+        return getattr(self.number(), name)(*(x.number() if isinstance(x, Condition) else x for x in a))
+    return f
+
+
+for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__",
+              "__rtruediv__", "__pow__", "__rpow__", "__mod__", "__rmod__", "__floordiv__", "__rfloordiv__",
+              "__neg__", "__pos__", "__abs__", "__lt__", "__le__", "__gt__", "__ge__"):
+    setattr(Condition, _name, _as_number(_name))
+
+
+def _equal(self, o):
+    """c == d of two conditions (or a condition and a bool): both hold or neither; c == 1.0
+    compares the 0/1 step; anything else is not equal, as in Python."""
+    if isinstance(o, (Condition, bool, np.bool_)):
+        o = _cond(self.b, o)
+        return (self & o) | (~self & ~o)
+    if isinstance(o, (Value, int, float, np.integer, np.floating)):
+        return self.number() == o
+    return NotImplemented
+
+
+def _unequal(self, o):
+    r = _equal(self, o)
+    return r if r is NotImplemented else ~r
+
+
+Condition.__eq__, Condition.__ne__, Condition.__xor__, Condition.__rxor__ = _equal, _unequal, _unequal, _unequal
+Condition.__hash__ = object.__hash__

@@ -336,13 +336,21 @@ def test_where_piecewise_both_sides_second_derivative():
     assert F.expr.has(sp.Piecewise)
 
 
-def test_python_branch_on_traced_value_raises():
+def test_python_branch_on_traced_value_converts_and_a_loop_raises():
     def f(x):
         if x > 0:
             return x
         return -x
-    with pytest.raises(symgrad.TraceError):
-        symgrad.compile(f).expr
+
+    def g(x):
+        while x > 1.0:
+            x = x / 2
+        return x
+    F = symgrad.compile(f)
+    close(F(np.array([-2.0, 3.0])), [2.0, 3.0])
+    close(F.grad(np.array([-2.0, 3.0])), [-1.0, 1.0])
+    with pytest.raises(symgrad.TraceError, match="`while` loop at g"):
+        symgrad.compile(g).expr
 
 
 # =====================================================================================

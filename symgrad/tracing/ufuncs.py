@@ -1,0 +1,207 @@
+"""numpy ufuncs on traced values: each ufunc as a function of elements (traced or plain),
+applied through numpy's own machinery (broadcasting, reductions, out=) on object arrays."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import ops
+from ..errors import TraceError
+from .values import Condition, TracedArray, Value, apply, user_site, where
+
+
+def traced(args):
+    return any(isinstance(a, (Value, Condition)) or (isinstance(a, np.ndarray) and a.dtype == object)
+               for a in args)
+
+
+def _element_op(op, ufunc):
+    def element(*xs):
+        return apply(op, *xs) if traced(xs) else ufunc(*xs)
+    return element
+
+
+def _element_pick(pick, ufunc):
+    def element(a, b):
+        return pick(a, b) if traced((a, b)) else ufunc(a, b)
+    return element
+
+
+def _nan_pick(op, propagate):
+    """numpy's maximum/minimum (a NaN in either gives NaN) or fmax/fmin (a NaN is ignored):
+    b if b beats a, or if b (propagate) / a (ignore) is NaN, else a: the first at a tie."""
+    def pick(a, b):
+        nan = b if propagate else a
+        if isinstance(nan, (float, np.floating)) and math.isnan(nan):
+            return b
+        beats = apply(op, b, a) if not (isinstance(a, (float, np.floating)) and math.isnan(a)) else False
+        if isinstance(nan, Value):
+            beats = beats | apply("isnan", nan) if isinstance(beats, Condition) else apply("isnan", nan)
+        return where(beats, b, a)
+    return pick
+
+
+def _ufunc_elements():
+    """ufunc name -> function of elements (traced or plain)."""
+    table = {}
+    for name, op in ops.NUMPY.items():
+        u = getattr(np, name, None)
+        if isinstance(u, np.ufunc):
+            table[name] = _element_op(op, u)
+    table.update(maximum=_element_pick(_nan_pick("gt", True), np.maximum),
+                 fmax=_element_pick(_nan_pick("gt", False), np.fmax),
+                 minimum=_element_pick(_nan_pick("lt", True), np.minimum),
+                 fmin=_element_pick(_nan_pick("lt", False), np.fmin),
+                 square=lambda x: x * x, reciprocal=lambda x: 1.0 / x, positive=lambda x: x,
+                 clip=lambda x, lo, hi: table["minimum"](table["maximum"](x, lo), hi),
+                 heaviside=_heaviside, logaddexp=_logaddexp, logaddexp2=_logaddexp2)
+    return table
+
+
+def _heaviside(x, h0):
+    """numpy's heaviside: 0 below 0, 1 above, h0 at 0, nan for nan; derivative 0."""
+    if not traced((x, h0)):
+        return np.heaviside(x, h0)
+    return where(apply("isnan", x), math.nan, where(x < 0, 0.0, where(x > 0, 1.0, h0)))
+
+
+def _logaddexp(a, b):
+    """log(exp(a) + exp(b)) without overflow, as numpy computes it; each side of the select is
+    smooth through a tie (so derivatives of every order hold there), infinities of one sign
+    give themselves."""
+    if not traced((a, b)):
+        return np.logaddexp(a, b)
+    return _log_add(a, b, "exp", lambda v: apply("log1p", v))
+
+
+def _logaddexp2(a, b):
+    if not traced((a, b)):
+        return np.logaddexp2(a, b)
+    return _log_add(a, b, "exp2", lambda v: apply("log1p", v) / math.log(2.0))
+
+
+def _log_add(a, b, exp, log1p):
+    def side(hi, lo):
+        return hi + log1p(apply(exp, lo - hi))
+    inf = apply("isinf", a) if isinstance(a, Value) else math.isinf(a)
+    return where((a == b) & inf, a, where(a > b, side(a, b), side(b, a)))
+
+
+_ELEMENT = _ufunc_elements()
+_FROMPY = {}
+
+
+def _frompyfunc(name, nin):
+    f = _FROMPY.get(name)
+    if f is None:
+        f = _FROMPY[name] = np.frompyfunc(_ELEMENT[name], nin, 1)
+    return f
+
+
+def _boxed(a):
+    if isinstance(a, np.ndarray):
+        return a.view(np.ndarray)  # a TracedArray would send the frompyfunc back to us
+    if isinstance(a, (list, tuple)):
+        return as_array(a).view(np.ndarray)
+    box = np.empty((), dtype=object)
+    box[()] = a
+    return box
+
+
+def elementwise(element, args):
+    """Apply a function of elements over traced scalars and arrays, numpy-broadcast."""
+    pyfunc = element if isinstance(element, np.ufunc) else np.frompyfunc(element, len(args), 1)
+    out = pyfunc(*[_boxed(a) for a in args])
+    if isinstance(out, np.ndarray):
+        return out[()] if out.ndim == 0 else out.view(TracedArray)
+    return out
+
+
+def array_ufunc(ufunc, method, inputs, kw):
+    """``__array_ufunc__`` of traced values and arrays: numpy's ufunc machinery on them."""
+    out = _object_out(ufunc, kw.pop("out", None))
+    plain = [x.view(np.ndarray) if isinstance(x, TracedArray) else
+             as_array(x).view(np.ndarray) if isinstance(x, (Value, Condition)) and method != "__call__" else x
+             for x in inputs]  # the reduction of a number is the number (a 0-d array)
+    name = ufunc.__name__
+    if name not in _ELEMENT:
+        if method == "__call__" and any(isinstance(x, (Value, Condition)) for x in plain):
+            raise TraceError(f"numpy.{name} on traced values at {user_site()} is not supported by symgrad")
+        res = getattr(ufunc, method)(*plain, **kw)  # numpy's object loop (np.matmul ...)
+    elif method == "__call__":
+        for k in ("casting", "subok", "order"):  # numpy's own code passes these: no effect here
+            kw.pop(k, None)
+        if kw.get("dtype") in (None, object):
+            kw.pop("dtype", None)
+        if kw.pop("where", True) is not True or kw:
+            raise TraceError(f"numpy.{name}(..., {', '.join(kw) or 'where'}=...) on traced values at "
+                             f"{user_site()} is not supported")
+        res = elementwise(_frompyfunc(name, ufunc.nin), plain)
+    elif method == "reduce":
+        res = _reduce(_frompyfunc(name, ufunc.nin), name, plain[0], **kw)
+    else:
+        res = getattr(_frompyfunc(name, ufunc.nin), method)(*plain, **kw)
+    if out is not None:  # numpy's own code (np.mean) writing into an object array: fine
+        out[...] = res
+        return out.view(TracedArray)
+    return res.view(TracedArray) if isinstance(res, np.ndarray) and res.dtype == object else res
+
+
+def _reduce(pyfunc, name, arr, axis=0, dtype=None, keepdims=False, initial=np._NoValue, where=True):
+    """ufunc.reduce over traced values, one axis at a time (np.sum(X), np.max(X, axis=(0, 1)))."""
+    if where is not True:
+        raise TraceError(f"numpy.{name}.reduce(..., where=...) on traced values at {user_site()} "
+                         "is not supported")
+    arr = np.asarray(arr, dtype=object)
+    axes = range(arr.ndim) if axis is None else (axis if isinstance(axis, tuple) else (axis,))
+    axes = sorted({a % max(arr.ndim, 1) for a in axes}, reverse=True)
+    res = arr
+    for a in axes:
+        res = pyfunc.reduce(res, axis=a)
+    if initial is not np._NoValue:
+        res = elementwise(pyfunc, (res, initial))
+    if keepdims:
+        res = np.asarray(res, dtype=object).reshape([1 if k in axes else n for k, n in enumerate(arr.shape)])
+    return res
+
+
+def _object_out(ufunc, out):
+    """The out= array of a ufunc on traced values: only object arrays can hold them."""
+    outs = [o for o in (out if isinstance(out, tuple) else (out,)) if o is not None]
+    if not outs:
+        return None
+    if len(outs) == 1 and isinstance(outs[0], np.ndarray) and outs[0].dtype == object:
+        return outs[0].view(np.ndarray)
+    raise TraceError(f"numpy.{ufunc.__name__}(..., out=...) or an in-place operation stores a traced "
+                     f"value into a float array at {user_site()}: build an object array "
+                     "(dtype=object) or a list instead")
+
+
+def as_array(x):
+    """``x`` (traced values, numbers, nested lists of them) as a TracedArray of objects."""
+    if isinstance(x, TracedArray):
+        return x
+    if isinstance(x, np.ndarray) and x.dtype != object:
+        return x.astype(object).view(TracedArray)
+    if isinstance(x, np.ndarray):
+        return x.view(TracedArray)
+    try:
+        arr = np.array(x, dtype=object)
+    except ValueError:
+        raise TraceError(f"a ragged list of traced values at {user_site()}: numpy needs rectangular arrays") from None
+    if arr.ndim == 0 and not isinstance(arr[()], (Value, Condition)):
+        arr = np.empty((), dtype=object)
+        arr[()] = x
+    return arr.view(TracedArray)
+
+
+def holds_traced(x):
+    """True for a traced value, or a list/tuple/array that holds one (at any depth)."""
+    if isinstance(x, (Value, Condition)):
+        return True
+    if isinstance(x, np.ndarray):
+        return x.dtype == object and any(holds_traced(v) for v in x.flat)
+    if isinstance(x, (list, tuple)):
+        return any(holds_traced(v) for v in x)
+    return False
