@@ -55,4 +55,51 @@ SYMGRAD_FN double symgrad_polygamma(int m, double x) {
     return sign * series + acc;
 }
 
+/* Python's x % y (np.mod): the remainder with the sign of y (CPython's float_rem). */
+SYMGRAD_FN double symgrad_mod(double x, double y) {
+    double m = fmod(x, y);
+    if (m != 0) {
+        if ((y < 0) != (m < 0)) m += y;
+    } else {
+        m = copysign(0.0, y);
+    }
+    return m;
+}
+
+/* Python's x // y (np.floor_divide): floor of the exact quotient (CPython's float_floor_div). */
+SYMGRAD_FN double symgrad_floordiv(double x, double y) {
+    if (y == 0) return x / y;
+    double m = fmod(x, y), d = (x - m) / y;
+    if (m != 0 && (y < 0) != (m < 0)) d -= 1.0;
+    if (d != 0) {
+        double f = floor(d);
+        if (d - f > 0.5) f += 1.0;
+        return f;
+    }
+    return copysign(0.0, x / y);
+}
+
+/* The same in float (numpy's float32 arithmetic). */
+SYMGRAD_FN float symgrad_modf(float x, float y) {
+    float m = fmodf(x, y);
+    if (m != 0) {
+        if ((y < 0) != (m < 0)) m += y;
+    } else {
+        m = copysignf(0.0f, y);
+    }
+    return m;
+}
+
+SYMGRAD_FN float symgrad_floordivf(float x, float y) {
+    if (y == 0) return x / y;
+    float m = fmodf(x, y), d = (x - m) / y;
+    if (m != 0 && (y < 0) != (m < 0)) d -= 1.0f;
+    if (d != 0) {
+        float f = floorf(d);
+        if (d - f > 0.5f) f += 1.0f;
+        return f;
+    }
+    return copysignf(0.0f, x / y);
+}
+
 #endif

@@ -48,10 +48,11 @@ class _Emitter:
         """a * p; where either is a select with a zero branch (an adjoint through np.where),
         the product goes inside its branches, so that the branch not taken stays 0 even
         where the other factor is NaN there (d/dy where(c, log(y), 0) at y < 0 is 0)."""
-        for x, y in ((a, p), (p, a)):
+        for x, y in ((p, a), (a, p)):  # the local partial first: a 0/1 step becomes a select of a
             e = self.defs.get(x, x)
             if isinstance(e, sp.Piecewise) and any(v == 0 for v, _ in e.args):
-                return sp.Piecewise(*[(v if v == 0 else v * y, c) for v, c in e.args])
+                # each branch value as a temporary: a chain of selects (np.max) stays linear
+                return sp.Piecewise(*[(v if v == 0 else self(v) * y, c) for v, c in e.args], evaluate=False)
         return a * p
 
 
@@ -69,6 +70,13 @@ def local_partial(e, s):
             return sp.Mul(*e.args[:i], *e.args[i + 1:]) * local_partial(e.args[i], s)
     elif e.is_Pow and e.base == s and not e.exp.has(s):
         return e.exp * s ** (e.exp - 1)
+    elif isinstance(e, sp.Piecewise):  # as sympy's diff: the branches (a step's own derivative is 0)
+        parts = [(local_partial(v, s) if v == s or (v.args and v.has(s)) else sp.S.Zero, c) for v, c in e.args]
+        if all(p == parts[0][0] for p, _ in parts):
+            return parts[0][0]
+        return sp.Piecewise(*parts, evaluate=False)
+    elif isinstance(e, sp.Function) and s in e.args and sum(a == s or a.has(s) for a in e.args) == 1:
+        return e.fdiff(e.args.index(s) + 1)  # f(.., s, ..): the chain rule's one factor, without diff
     return sp.diff(e, s)
 
 

@@ -8,9 +8,11 @@ ELEMENTARY = ("sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh
               "atanh", "exp", "expm1", "exp2", "log", "log1p", "log2", "log10", "sqrt", "cbrt", "erf",
               "erfc", "gamma", "lgamma", "degrees", "radians")
 # Steps: derivative 0 almost everywhere.
-STEPS = ("floor", "ceil", "trunc", "sign")
+STEPS = ("floor", "ceil", "trunc", "sign", "round")  # round: half to even, as Python and numpy
 UNARY = ELEMENTARY + STEPS + ("neg", "abs")
-BINARY = ("add", "sub", "mul", "div", "pow", "atan2", "copysign")
+# mod: Python's % (the sign of the divisor); fmod: C's (the sign of the dividend); remainder:
+# IEEE's (x - y*round(x/y)); floordiv: Python's //. Each has derivative 1 (or 0) almost everywhere.
+BINARY = ("add", "sub", "mul", "div", "pow", "atan2", "copysign", "mod", "fmod", "remainder", "floordiv")
 # Comparisons, tests and logic give conditions (used by "select"), never numbers.
 COMPARE = ("lt", "le", "gt", "ge", "eq", "ne", "isnan", "isinf", "isfinite")
 LOGIC = ("and", "or", "not")
@@ -18,7 +20,8 @@ LOGIC = ("and", "or", "not")
 OTHER = ("select", "hypot")
 
 # math module function -> op of the same arguments.
-MATH = {name: name for name in ELEMENTARY + ("floor", "ceil", "trunc", "atan2", "copysign", "pow")}
+MATH = {name: name for name in ELEMENTARY + ("floor", "ceil", "trunc", "atan2", "copysign", "pow", "fmod",
+                                              "remainder")}
 MATH.update(fabs="abs", isnan="isnan", isinf="isinf", isfinite="isfinite")
 
 # numpy ufunc -> op of the same arguments.
@@ -31,7 +34,8 @@ NUMPY.update({
     "multiply": "mul", "divide": "div", "true_divide": "div", "negative": "neg",
     "greater": "gt", "greater_equal": "ge", "less": "lt", "less_equal": "le", "equal": "eq",
     "not_equal": "ne", "logical_and": "and", "logical_or": "or", "logical_not": "not",
-    "isnan": "isnan", "isinf": "isinf", "isfinite": "isfinite",
+    "isnan": "isnan", "isinf": "isinf", "isfinite": "isfinite", "rint": "round", "fix": "trunc",
+    "mod": "mod", "remainder": "mod", "fmod": "fmod", "floor_divide": "floordiv",
 })
 
 # Python's reflected comparison: a < b is b > a.

@@ -150,14 +150,22 @@ class copysign(RealFunction):
         return sp.Float(math.copysign(float(a), float(b)))
 
 
-class IsNan(BooleanFunction):
-    """x is NaN: a condition sympy cannot simplify away (for sympy, x - x is 0 and x != x
-    is false; at run time x may be NaN)."""
+class _Predicate(BooleanFunction):
+    """A test of one real value: an atom of sympy's boolean logic (already in negation
+    normal form; it cannot be rewritten as a set of reals)."""
 
     nargs = 1
 
     def _eval_as_set(self):
-        raise NotImplementedError("IsNan is not a set of reals")
+        raise NotImplementedError(f"{type(self).__name__} is not a set of reals")
+
+    def to_nnf(self, simplify=True):
+        return self
+
+
+class IsNan(_Predicate):
+    """x is NaN: a condition sympy cannot simplify away (for sympy, x - x is 0 and x != x
+    is false; at run time x may be NaN)."""
 
     @classmethod
     def eval(cls, x):
@@ -166,11 +174,8 @@ class IsNan(BooleanFunction):
         return None
 
 
-class IsInf(BooleanFunction):
-    nargs = 1
-
-    def _eval_as_set(self):
-        raise NotImplementedError("IsInf is not a set of reals")
+class IsInf(_Predicate):
+    """x is +inf or -inf."""
 
     @classmethod
     def eval(cls, x):
@@ -314,3 +319,71 @@ class Recip(RealFunction):
 
     def fdiff(self, argindex=1):
         return -Recip(self.args[0]) ** 2
+
+
+class Round(_Step):
+    """Rounding half to even (Python's round, np.round, np.rint): C's rint."""
+    _f = staticmethod(lambda x: sp.Integer(round(x)) if x.is_Rational else sp.Integer(round(float(x))))
+
+
+class _Remainder(RealFunction):
+    """x - y * q(x / y) for a step q: derivative 1 by x, -q(x/y) by y (almost everywhere)."""
+
+    nargs = 2
+    _q = None
+
+    def fdiff(self, argindex=1):
+        x, y = self.args
+        return sp.S.One if argindex == 1 else -self._q(x / y)
+
+    @classmethod
+    def _number(cls, x, y):
+        if y == 0 or x.is_infinite:
+            return sp.nan
+        if y.is_infinite:
+            return cls._at_infinity(x, y)
+        return x - y * cls._q(x / y)
+
+
+class Mod(_Remainder):
+    """Python's x % y (np.mod): the sign of y."""
+    _q = staticmethod(lambda v: Floor(v))
+
+    @staticmethod
+    def _at_infinity(x, y):
+        return x if (x >= 0) == (y > 0) or x == 0 else y
+
+
+class Fmod(_Remainder):
+    """C's fmod (math.fmod, np.fmod): the sign of x."""
+    _q = staticmethod(lambda v: Trunc(v))
+
+    @staticmethod
+    def _at_infinity(x, y):
+        return x
+
+
+class Remainder(_Remainder):
+    """IEEE's remainder (math.remainder): x - y * round_half_even(x / y)."""
+    _q = staticmethod(lambda v: Round(v))
+
+    @staticmethod
+    def _at_infinity(x, y):
+        return x
+
+
+class FloorDiv(RealFunction):
+    """Python's x // y (np.floor_divide): floor of the exact quotient; derivative 0."""
+
+    nargs = 2
+
+    def fdiff(self, argindex=1):
+        return sp.S.Zero
+
+    @classmethod
+    def _number(cls, x, y):
+        if y == 0 or x.is_infinite:
+            return sp.nan if x == 0 or x.is_infinite or y == 0 and x == 0 else \
+                (sp.oo if (x > 0) == (y >= 0) else -sp.oo)
+        return sp.Integer(sp.floor(x / y)) if x.is_Rational and y.is_Rational else \
+            sp.Float(float(x) // float(y))

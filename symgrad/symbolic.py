@@ -14,6 +14,7 @@ from fractions import Fraction
 
 import numpy as np
 import sympy as sp
+from sympy.functions.elementary.piecewise import ExprCondPair
 from sympy.codegen.cfunctions import exp2, expm1, hypot
 
 from . import realfns as R
@@ -61,23 +62,74 @@ class SymProgram:
         """Output expressions with every temporary substituted away (closed form).
 
         With ``limit``, returns None as soon as the expanded trees would exceed
-        ``limit`` operations in all (the DAG may expand exponentially)."""
-        env, size = {}, {}
-        for t, e in self.body:
-            if limit is not None:
-                size[t] = nodes(e) + sum(size.get(s, 0) for s in e.free_symbols)
+        ``limit`` operations in all (the DAG may expand exponentially), or where sympy
+        cannot build the closed form (a select folded into a condition it cannot normalise)."""
+        outs = self.output_exprs()
+        if limit is not None:  # sizes first (cheap): sympy's work only for a closed form that fits
+            size = {}
+            for t, e in self.body:
+                size[t] = expanded_size(e, size)
                 if size[t] > limit:
                     return None
-            env[t] = e.xreplace(env)
-        outs = self.output_exprs()
-        if limit is not None:
-            total = sum(nodes(e) + sum(size.get(s, 0) for s in e.free_symbols) for e in outs)
-            if total > limit:
+            if sum(expanded_size(e, size) for e in outs) > limit:
+                return None
+        env = {}
+        for t, e in self.body:
+            try:
+                env[t] = e.xreplace(env)
+            except (ValueError, TypeError):
+                if limit is None:
+                    raise
                 return None
         return [e.xreplace(env) for e in outs]
 
     def count_ops(self):
         return sum(nodes(e) for _, e in self.body) + sum(nodes(e) for e in self.output_exprs())
+
+
+def substitute(e, env):
+    """``e`` with the symbols of ``env`` replaced by their expressions, selects and comparisons
+    rebuilt as they are: xreplace would evaluate each again (sympy's Piecewise and relational
+    evaluation, asking assumptions, costs more than the rest of the pipeline on a chain of
+    selects, and cannot simplify what to_sympy built)."""
+    memo = {}
+
+    def go(x):
+        hit = env.get(x)
+        if hit is not None:
+            return hit
+        if not x.args:
+            return x
+        r = memo.get(x)
+        if r is None:
+            args = tuple(go(a) for a in x.args)
+            if args == x.args:
+                r = x
+            elif isinstance(x, (sp.Piecewise, ExprCondPair)):
+                r = sp.Basic.__new__(type(x), *args)
+            elif isinstance(x, sp.core.relational.Relational):
+                r = x.func(*args, evaluate=False)
+            else:
+                r = x.func(*args)
+            memo[x] = r
+        return r
+    return go(e)
+
+
+def expanded_size(e, size):
+    """Operation count of ``e`` once every temporary in it is replaced by its own expansion
+    (``size``: temporary -> its expanded count), each occurrence counted: a temporary used
+    twice (as max(a, b) uses its operands) doubles."""
+    n = 0
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if x.args:
+            n += max(1, len(x.args) - 1)
+            stack.extend(x.args)
+        elif x in size:
+            n += size[x]
+    return n
 
 
 def nodes(e):
@@ -203,7 +255,9 @@ def _relation(rel, negate=False):
             return sp.true if negate else sp.false  # IEEE: only != holds
         if a == b:  # sympy would call x == x true; at run time x may be NaN
             return R.IsNan(a) if negate else sp.false if rel in (sp.Lt, sp.Gt) else R.Negation(R.IsNan(a))
-        return rel(a, b)
+        if a.is_Number and b.is_Number:
+            return rel(a, b)
+        return rel(a, b, evaluate=False)  # not decided from assumptions: at run time either may be NaN
     return f
 
 
@@ -211,7 +265,8 @@ def _relation(rel, negate=False):
 OPS = {
     "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
     "neg": lambda a: -a, "abs": R.Abs, "sign": R.Sign, "floor": R.Floor, "ceil": R.Ceiling,
-    "trunc": R.Trunc, "copysign": R.copysign, "cbrt": R.Cbrt,
+    "trunc": R.Trunc, "copysign": R.copysign, "cbrt": R.Cbrt, "round": R.Round, "mod": R.Mod,
+    "fmod": R.Fmod, "remainder": R.Remainder, "floordiv": R.FloorDiv,
     "sin": sp.sin, "cos": sp.cos, "tan": sp.tan, "asin": R.Asin, "acos": R.Acos, "atan": sp.atan,
     "sinh": sp.sinh, "cosh": sp.cosh, "tanh": sp.tanh, "asinh": sp.asinh, "acosh": R.Acosh,
     "atanh": R.Atanh, "exp": sp.exp, "expm1": expm1, "exp2": exp2, "log": R.Log, "log1p": R.Log1p,
@@ -225,8 +280,18 @@ OPS = {
     "isnan": R.IsNan, "isinf": R.IsInf, "isfinite": lambda a: sp.Not(R.IsNan(a) | R.IsInf(a)),
     "and": lambda a, b: sp.And(_bool(a), _bool(b)), "or": lambda a, b: sp.Or(_bool(a), _bool(b)),
     "not": lambda a: R.Negation(_bool(a)),  # (sympy's Not(x > 0) is x <= 0: wrong for NaN)
-    "select": lambda c, a, b: sp.Piecewise((a, _bool(c)), (b, True)),
+    "select": lambda c, a, b: _select(_bool(c), a, b),
 }
+
+
+def _select(c, a, b):
+    """a where c holds, else b: a Piecewise built as it is (sympy's evaluation of a Piecewise
+    costs more than everything else in a long chain of selects, and adds nothing here)."""
+    if c is sp.true or a == b:
+        return a
+    if c is sp.false:
+        return b
+    return sp.Piecewise((a, c), (b, True), evaluate=False)
 
 
 def _bool(c):

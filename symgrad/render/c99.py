@@ -123,7 +123,7 @@ class Emitter:
         return Unit(self.sched.name, "\n".join(self.doc() + self.prototypes()), body, self.helpers(body))
 
 
-_HELPERS = ("symgrad_polygamma",)
+_HELPERS = ("symgrad_polygamma", "symgrad_mod", "symgrad_modf", "symgrad_floordiv", "symgrad_floordivf")
 
 
 def render_c99(prog, name, target, options, title) -> Unit:
@@ -137,7 +137,9 @@ def helper_source(names):
     text = (csrc_dir() / "symgrad_math.h").read_text()
     start = text.index("#ifndef SYMGRAD_FN")
     end = text.rindex("#endif")  # the include guard's
-    return text[start:end].strip() + "\n"
+    head, *functions = text[start:end].split("\n/* ")
+    keep = [f for f in functions if any(re.search(rf"\b{n}\(", f.split("{", 1)[0]) for n in names)]
+    return "\n/* ".join([head] + keep).strip() + "\n"
 
 
 def c99_files(units, name, dtype_note=""):

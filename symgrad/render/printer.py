@@ -121,8 +121,10 @@ class Printer(C99CodePrinter):
         return f"pow{self._suffix()}({self._print(b)}, {self._print(x)})"
 
     def _print_Sign(self, e):
-        x = self._print(e.args[0])  # numpy's sign: 0 for either zero, nan for nan
-        return f"(({x}) > 0 ? 1 : (({x}) < 0 ? -1 : (({x}) == 0 ? 0 : ({x}))))"
+        # numpy's sign: 0 for either zero, nan for nan. One select, not a nest of them: GCC's
+        # combiner takes time quadratic in nested vector selects (seconds for np.max of 256).
+        x = self._print(e.args[0])
+        return f"(isnan({x}) ? ({x}) : ({self.target.real})((({x}) > 0) - (({x}) < 0)))"
 
     def _print_IsNan(self, e):
         return f"isnan({self._print(e.args[0])})"
@@ -157,7 +159,8 @@ class Printer(C99CodePrinter):
 # target's suffix: floorf for float).
 CALLS = {"Floor": "floor", "Ceiling": "ceil", "Trunc": "trunc", "Log": "log", "Asin": "asin", "Acos": "acos",
          "Acosh": "acosh", "Atanh": "atanh", "Log1p": "log1p", "Log2": "log2", "Log10": "log10", "Cbrt": "cbrt",
-         "Abs": "fabs", "copysign": "copysign"}
+         "Abs": "fabs", "copysign": "copysign", "Round": "rint", "Fmod": "fmod", "Remainder": "remainder",
+         "Mod": "symgrad_mod", "FloorDiv": "symgrad_floordiv"}
 for _cls, _fn in CALLS.items():
     setattr(Printer, f"_print_{_cls}", lambda self, e, _fn=_fn: self._call(_fn, e))
 
