@@ -1,6 +1,6 @@
 """How symgrad's compile cost grows with the size of the function: Lennard-Jones clusters.
 
-    python examples/scaling.py            # ljN gradients N = 5..40, lj10 Hessian, peers, pendulum
+    python examples/scaling.py            # ljN gradients N = 5..40, lj10 Hessian, max|x|, peers, pendulum
 
 For each case a fresh process compiles with an empty cache and reports the time of each
 stage (trace, differentiate, optimize, generate C, C compile), the operation counts and
@@ -31,14 +31,24 @@ def lj_inputs(atoms, n, rng):
     return grid.ravel() + rng.uniform(-0.05, 0.05, (n, 3 * atoms))
 
 
-def worker(atoms, what):
+def max_abs(x):
+    """A branchy reduction: each max step uses its operand twice (issue 11, row P)."""
+    return np.max(np.abs(x))
+
+
+CASES = {"lj": lambda n: ((lambda p: bench_cases.lj(p, n)), [(3 * n,)]),
+         "maxabs": lambda n: (max_abs, [(n,)])}
+
+
+def worker(case, size, what):
     """One cold compile, stage by stage, in this (fresh) process."""
     from symgrad import build, differentiate, optimize, options, render, symbolic
     from symgrad.tracing import trace
     opts = options.DEFAULT
     t = {}
+    fn, shapes = CASES[case](size)
     t0 = time.perf_counter()
-    prog = trace(lambda p: bench_cases.lj(p, atoms), [(3 * atoms,)])
+    prog = trace(fn, shapes)
     t["trace"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     sym = symbolic.to_sympy(prog)
@@ -51,7 +61,7 @@ def worker(atoms, what):
     o = optimize.optimize(d, opts)
     t["optimize"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    k = render.render(o, f"lj{atoms}_{what}", render.TARGETS["cpu", "float64"], build.vector_bits(), opts)
+    k = render.render(o, f"{case}{size}_{what}", render.TARGETS["cpu", "float64"], build.vector_bits(), opts)
     t["generate C"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     build.build(f"scaling_{prog.key[:24]}_{what}", k.source, k.cdecl, parts=k.parts, extra_flags=k.cflags)
@@ -63,9 +73,9 @@ def worker(atoms, what):
                       "peak_mb": peak}))
 
 
-def cold(atoms, what, tmp):
-    env = dict(os.environ, SYMGRAD_CACHE_DIR=os.path.join(tmp, f"lj{atoms}{what}"), SYMGRAD_QUIET="1")
-    r = subprocess.run([sys.executable, __file__, "--worker", str(atoms), what], env=env,
+def cold(case, size, what, tmp):
+    env = dict(os.environ, SYMGRAD_CACHE_DIR=os.path.join(tmp, f"{case}{size}{what}"), SYMGRAD_QUIET="1")
+    r = subprocess.run([sys.executable, __file__, "--worker", case, str(size), what], env=env,
                        capture_output=True, text=True, check=True)
     return json.loads(r.stdout.strip().splitlines()[-1])
 
@@ -132,12 +142,14 @@ def pendulum_time(n=16):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--worker", nargs=2, help=argparse.SUPPRESS)
+    ap.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)
     ap.add_argument("--sizes", type=int, nargs="*", default=[5, 10, 20, 30, 40])
+    ap.add_argument("--max-sizes", type=int, nargs="*", default=[16, 64, 256],
+                    help="n for the gradient of np.max(np.abs(x)), x of shape (n,)")
     ap.add_argument("--no-peers", action="store_true")
     a = ap.parse_args()
     if a.worker:
-        return worker(int(a.worker[0]), a.worker[1])
+        return worker(a.worker[0], int(a.worker[1]), a.worker[2])
     tmp = tempfile.mkdtemp(prefix="symgrad-scaling-")
     stages = ["trace", "to sympy", "differentiate", "optimize", "generate C", "C compile"]
     head = (f"{'case':<12}" + "".join(f"{s:>14}" for s in stages) + f"{'total s':>9}{'program':>9}"
@@ -145,11 +157,12 @@ def main():
     print(head)
     print("-" * len(head))
     totals = {}
-    for atoms, what in [(n, "grad") for n in a.sizes] + [(10, "hessian")]:
-        r = cold(atoms, what, tmp)
+    runs = [("lj", n, "grad") for n in a.sizes] + [("lj", 10, "hessian")] + [("maxabs", n, "grad") for n in a.max_sizes]
+    for case, size, what in runs:
+        r = cold(case, size, what, tmp)
         total = sum(r["stages"].values())
-        totals[(atoms, what)] = total
-        print(f"{f'lj{atoms} {what}':<12}" + "".join(f"{r['stages'][s]:>14.2f}" for s in stages)
+        totals[(size, what) if case == "lj" else (case, size)] = total
+        print(f"{f'{case}{size} {what}':<12}" + "".join(f"{r['stages'][s]:>14.2f}" for s in stages)
               + f"{total:>9.2f}{r['program']:>9}{r['derivative']:>8}{r['ops']:>8}{r['units']:>6}"
               f"{r['peak_mb']:>8.0f}", flush=True)
     print()
@@ -161,6 +174,12 @@ def main():
     if (20, "grad") in totals and (40, "grad") in totals:
         g = totals[40, "grad"] / totals[20, "grad"]
         checks.append((f"growth lj20 -> lj40 (4x the pairs): {g:.2f}x", g <= 6, "<= 6x"))
+    for n in a.max_sizes:
+        checks.append((f"grad of np.max(np.abs(x)), n={n}, cold {totals['maxabs', n]:.2f} s",
+                       totals["maxabs", n] <= 1, "<= 1 s"))
+    if 64 in a.max_sizes and 256 in a.max_sizes:
+        g = totals["maxabs", 256] / totals["maxabs", 64]
+        checks.append((f"growth max|x| n=64 -> 256: {g:.2f}x", g <= 6, "<= 6x"))
     if not a.no_peers:
         rows = []
         mine = peers(rows)

@@ -207,28 +207,30 @@ def _compile(source, cdecl, key, tmp, build_flags, parts=()):
         _run([[*cflags, c_file, "-o", out, *libs]], c_file)
     else:
         objs = [u[:-2] + ".o" for u in units]
-        _run([[*cflags, "-c", u, "-o", o] for u, o in zip(units, objs)], c_file)
+        _run([[*cflags, "-c", u, "-o", o] for u, o in zip(units, objs)], c_file,
+             sizes=[os.path.getsize(u) for u in units])
         _run([[*cc, *CPU.link_flags, *[f for f in build_flags if f in CPU.openmp_flags], *objs, "-o", out, *libs]],
              c_file)
     return out, c_file
 
 
-def _run(cmds, c_file):
-    """Run compiler commands, as many at once as there are cores; raise on the first failure,
-    with the compiler's own message."""
+def _run(cmds, c_file, sizes=None):
+    """Run compiler commands, as many at once as there are cores, the largest unit (by
+    ``sizes``) first so the last to finish is a small one; raise on the first failure (in
+    command order), with the compiler's own message."""
     import subprocess
-    pending, running = list(cmds), []
-    jobs = max(1, os.cpu_count() or 1)
-    failed = None
-    while pending or running:
-        while pending and len(running) < jobs:
-            cmd = pending.pop(0)
-            running.append((cmd, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                                  text=True)))
-        cmd, proc = running.pop(0)
-        _, err = proc.communicate()
-        if proc.returncode != 0 and failed is None:
-            failed = (cmd, err)
+    from concurrent.futures import ThreadPoolExecutor
+    order = sorted(range(len(cmds)), key=lambda i: -(sizes[i] if sizes else 0))
+
+    def one(i):
+        return subprocess.run(cmds[i], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    if len(cmds) == 1:
+        results = {0: one(0)}
+    else:
+        with ThreadPoolExecutor(max_workers=max(1, min(len(cmds), os.cpu_count() or 1))) as pool:
+            results = dict(zip(order, pool.map(one, order)))
+    failed = next(((cmds[i], results[i].stderr) for i in range(len(cmds)) if results[i].returncode != 0), None)
     if failed:
         cmd, err = failed
         try:

@@ -2,7 +2,8 @@
 
 Closed-form programs (no body) get sympy's CSE across all outputs at once.
 Straight-line programs get dead-code elimination and forward substitution of
-temporaries used exactly once (bounded in size), and of constant reciprocals.
+temporaries used exactly once (bounded in size), and of constant reciprocals. A
+condition that several selects test becomes a temporary (0 or 1) evaluated once.
 Constants fold as sympy builds each expression; integer powers become
 multiplications in the printer."""
 from __future__ import annotations
@@ -10,13 +11,13 @@ from __future__ import annotations
 import sympy as sp
 
 from .realfns import Recip
-from .symbolic import SymProgram, nodes, split
+from .symbolic import SymProgram, nodes, split, substitute
 
 
 def optimize(prog: SymProgram, options) -> SymProgram:
     if not prog.body:
         prog = _cse(prog)
-    return _inline_single_use(_dead_code(prog), options.max_inlined_nodes)
+    return _shared_conditions(_inline_single_use(_dead_code(prog), options.max_inlined_nodes))
 
 
 def _cse(prog):
@@ -61,7 +62,7 @@ def _inline_single_use(prog, max_nodes):
         _occurrences(e, counts, temps)
     env, body = {}, []
     for t, e in prog.body:
-        e = e.xreplace(env) if any(s in env for s in e.free_symbols) else e
+        e = substitute(e, env) if any(s in env for s in e.free_symbols) else e
         n = nodes(e)
         # a reciprocal of a constant goes back into every use: x * (1/3.0) printed as a
         # multiplication would round differently from the division x / 3.0 that was written
@@ -69,5 +70,49 @@ def _inline_single_use(prog, max_nodes):
             env[t] = e
         else:
             body.append((t, e))
-    outs = [e.xreplace(env) if env else e for e in prog.output_exprs()]
+    outs = [substitute(e, env) if env else e for e in prog.output_exprs()]
+    return SymProgram(prog.args, tuple(body), split(outs, prog.outputs))
+
+
+def _conditions(e):
+    """The compound conditions of the selects in ``e``, inner ones first."""
+    found, stack = [], [(e, False)]
+    while stack:
+        x, done = stack.pop()
+        if done:
+            found.append(x)
+            continue
+        if isinstance(x, sp.Piecewise):
+            for _, c in x.args:
+                if not c.is_Atom:
+                    stack.append((c, True))
+        stack.extend((a, False) for a in x.args)
+    return found
+
+
+def _shared_conditions(prog):
+    """Each compound condition tested by two or more selects (a chain of max steps tests each
+    comparison for the value and twice for the derivative) becomes a temporary, placed before
+    its first use."""
+    statements = [e for _, e in prog.body] + list(prog.output_exprs())
+    found = [_conditions(e) for e in statements]
+    counts = {}
+    for cs in found:
+        for c in cs:
+            counts[c] = counts.get(c, 0) + 1
+    if all(n == 1 for n in counts.values()):
+        return prog
+    env, body, outs = {}, [], []
+    targets = [t for t, _ in prog.body] + [None] * (len(statements) - len(prog.body))
+    for t, e, cs in zip(targets, statements, found):
+        for c in cs:
+            if counts[c] > 1 and c not in env:
+                b = sp.Symbol(f"b.{len(env)}", real=True)  # never a Python name
+                body.append((b, substitute(c, env)))
+                env[c] = b
+        e = substitute(e, env) if any(counts[c] > 1 for c in cs) else e
+        if t is None:
+            outs.append(e)
+        else:
+            body.append((t, e))
     return SymProgram(prog.args, tuple(body), split(outs, prog.outputs))

@@ -28,7 +28,7 @@ class Options:
     # Large kernels go to the C compiler as several translation units of this many segments,
     # compiled in parallel, at a cheaper optimisation level past large_kernel_ops operations.
     segments_per_unit: int = 3
-    large_kernel_ops: int = 5000
+    large_kernel_ops: int = 2500
     # Local arrays of a kernel larger than this many bytes live on the heap, not the stack.
     max_stack_bytes: int = 64 << 10
     # Batches with results of at least stream_bytes may run in tiles that leave as whole

@@ -50,7 +50,7 @@ def _cpu(real, itemsize, suffix, block, wide):
     return Target("cpu", real, itemsize, suffix, block=block, wide=wide, flags=_CPU_FLAGS,
                   openmp_flags=("-fopenmp",), vector_math_flags=("-lmvec",),
                   no_vector_math_flags=("-DSYMGRAD_NO_VECTOR_MATH",),
-                  wide_flags=("-mprefer-vector-width=512",), large_flags=("-O1", "-ftree-vectorize"),
+                  wide_flags=("-mprefer-vector-width=512",), large_flags=("-O1", "-ftree-vectorize", "-fno-predictive-commoning"),
                   link_flags=_SHARED)
 
 
