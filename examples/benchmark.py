@@ -149,7 +149,8 @@ class Case:
         if self._sym is None:
             import sympy as sp
             import symgrad
-            prog = symgrad.compile(self.fn, self.shapes).program
+            from symgrad.symbolic import to_sympy
+            prog = to_sympy(symgrad.compile(self.fn, self.shapes).program)
             # plain identifiers (x[3] -> x_3) for the peers' printers
             rename = {s: sp.Symbol("".join(ch if ch.isalnum() else "_" for ch in s.name).strip("_"), real=True)
                       for s in prog.input_symbols()}
