@@ -6,7 +6,8 @@
 from __future__ import annotations
 
 from .errors import CacheError, CacheWarning, CompileError, TraceError
-from .function import Function, Source
+from .function import Function
+from .source import Source
 from .options import Options
 
 __version__ = "0.1.0"
@@ -27,12 +28,14 @@ def compile(f=None, shapes=None, *, dtype="float64", options=None):
         return f
     if not callable(f):
         raise TypeError(f"symgrad.compile expects a Python function, got {type(f).__name__}")
-    from .signature import traced_params
-    names, core = traced_params(f, shapes)  # check shapes against the signature now
+    from .signature import is_method, traced_params
+    method = is_method(f)  # defined in a class body with `self` first: bound when read from an instance
+    names, core = traced_params(f, shapes, skip=int(method))  # check shapes against the signature now
     name = getattr(f, "__name__", "f")
     if name == "<lambda>":
         name = "lambda"
-    return Function(name, Source(f, shapes), dtype, args=tuple(zip(names, core)), options=options)
+    return Function(name, Source(f, shapes, method=method), dtype, args=tuple(zip(names, core)),
+                    options=options)
 
 
 def from_sympy(exprs, args, *, dtype="float64", name="sympy_f", options=None):
@@ -43,7 +46,7 @@ def from_sympy(exprs, args, *, dtype="float64", name="sympy_f", options=None):
     argument), or a list/Matrix of them (an array argument). Every free symbol of
     ``exprs`` must be in ``args``. ``.grad``, ``.jacobian``, ``.hessian`` work as for
     traced functions; ``symgrad.jacobian(F, argnums=0)`` differentiates by one argument."""
-    from .function import stage
+    from .source import stage
     from .sympy_input import program_from_sympy
     with stage(name, "convert sympy expressions"):  # now: errors surface where they were made
         prog = program_from_sympy(exprs, args)

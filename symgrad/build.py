@@ -65,15 +65,24 @@ def flags(openmp=True, vector_math=VECTOR_MATH):
 
 
 @lru_cache(maxsize=None)
-def toolchain():
-    """Everything besides the program that decides a kernel's binary: symgrad's own source
-    (a changed symgrad never reuses another's kernels), cffi, Python, compiler, flags, CPU."""
-    import _cffi_backend  # the version cffi's generated modules are built against
+def source_digest():
+    """Hash of symgrad's own source (Python and C runtime): what traces, differentiates and
+    renders. A changed symgrad never reuses another's kernels or unpickles its Functions."""
     h = hashlib.sha256()
     root = Path(__file__).resolve().parent
     for path in sorted(root.rglob("*.py")) + sorted(csrc_dir().glob("*.h")):
         h.update(path.name.encode() + b"\0" + path.read_bytes())
-    for part in (VERSION, _cffi_backend.__version__, sys.implementation.cache_tag,
+    h.update(VERSION.encode())
+    return h.hexdigest()
+
+
+@lru_cache(maxsize=None)
+def toolchain():
+    """Everything besides the program that decides a kernel's binary: symgrad's own source,
+    cffi, Python, compiler, flags, CPU."""
+    import _cffi_backend  # the version cffi's generated modules are built against
+    h = hashlib.sha256()
+    for part in (source_digest(), _cffi_backend.__version__, sys.implementation.cache_tag,
                  sysconfig.get_config_var("EXT_SUFFIX") or "", " ".join(compiler()), " ".join(flags()),
                  machine()):
         h.update(part.encode() + b"\0")
@@ -96,6 +105,12 @@ def build(key, source, cdecl, *, parts=(), extra_flags=(), meta=None):
         lib = cache.lookup(key)
         if lib is not None:
             return lib
+        cc = compiler()
+        if not cc or shutil.which(cc[0]) is None:
+            raise CompileError(f"kernel {key[:12]} is not in symgrad's cache ({cache.describe_places()}) "
+                               f"and there is no C compiler to build it: {' '.join(cc) or 'CC'!r} is not "
+                               "on PATH. Install one (gcc or clang) or set CC, or fill the cache where "
+                               "a compiler is (see README: sharing the cache)")
         stamp = (f'\nconst char *symgrad_key(void) {{ return "{key}"; }}\n'
                  f'const char *symgrad_meta(void) {{ return {_c_string(json.dumps(meta or {}))}; }}\n')
         cdecl += "const char *symgrad_key(void);\nconst char *symgrad_meta(void);\n"

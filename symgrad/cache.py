@@ -538,6 +538,14 @@ def _places():
     return [d] if p is None or p == d else [d, p]
 
 
+def describe_places():
+    """Where kernels are looked up, in words (for errors)."""
+    try:
+        return ", ".join(str(d) for d in _places())
+    except CacheError as e:
+        return f"unusable: {e}"
+
+
 def building_places():
     """Where to build, in order (a generator, so the private directory is made only when
     reached): the cache, then the private directory."""

@@ -11,7 +11,8 @@ from collections import defaultdict
 
 import sympy as sp
 
-from .symbolic import SymOutput, SymProgram, split
+from .program import tangent_names
+from .symbolic import SymArg, SymOutput, SymProgram, arg_symbols, split
 
 
 def _wrt(prog, argnums):
@@ -139,13 +140,20 @@ def grad(prog, argnums, limit, with_value=False):
     return SymProgram(prog.args, tuple(body), outputs)
 
 
-def jacobian(prog, argnums, limit, prefix="jac_"):
+def jacobian(prog, argnums, limit, prefix="jac_", stack=False):
+    """d outputs / d arguments ``argnums``: one result per (output, argument), of shape
+    output shape + argument shape; ``stack``: one per output, the arguments flattened and
+    concatenated (output shape + (their total size,))."""
     wrt = _wrt(prog, argnums)
     outputs = []
     body, rows, _ = _rows(prog, wrt, limit)
     for out_index, out in enumerate(prog.outputs):
         start = sum(o.size for o in prog.outputs[:out_index])
         block = rows[start:start + out.size]
+        if stack:
+            outputs.append(SymOutput(f"{prefix}{out.name}", out.shape + (len(wrt),),
+                                     tuple(e for r in block for e in r)))
+            continue
         k = 0
         for i in argnums:
             a = prog.args[i]
@@ -168,6 +176,32 @@ def hessian(prog, argnums, limit):
             src = h.outputs[gi * len(argnums) + argnums.index(aj)]
             outs.append(SymOutput(f"d2_{a.name}_{b.name}", a.shape + b.shape, src.exprs))
     return h.with_outputs(outs)
+
+
+def hvp(prog, argnums, limit):
+    """Hessian-vector products H @ v, forward over reverse: the gradient program, then the
+    derivative of each of its assignments along the tangents ``v_<argument>`` (new arguments
+    after the program's), one local partial per operand: linear in the gradient's size."""
+    _check_scalar(prog, "hvp")
+    g = grad(prog, argnums, limit)
+    names = tangent_names([a.name for a in prog.args], argnums)
+    tangents = tuple(SymArg(t, prog.args[i].shape, arg_symbols(SymArg(t, prog.args[i].shape, ())))
+                     for t, i in zip(names, argnums))
+    dot = dict(zip(_wrt(prog, argnums), [s for t in tangents for s in t.symbols]))
+    emit = _Emitter(g.body)
+
+    def along(e):  # the directional derivative of e: sum of d e/d s * (d s along v)
+        terms = [emit(emit.times(dot[s], emit(local_partial(e, s)))) for s in sorted(e.free_symbols, key=str)
+                 if dot.get(s, 0) != 0]
+        return emit(sp.Add(*terms)) if terms else sp.S.Zero
+
+    for t, e in g.body:
+        d = along(e)
+        if d != 0:
+            dot[t] = d
+    outputs = tuple(SymOutput(f"hvp_{o.name[2:]}", o.shape, tuple(along(e) for e in o.exprs))
+                    for o in g.outputs)
+    return SymProgram(prog.args + tangents, tuple(emit.body), outputs)
 
 
 def nth(prog, n, argnum, limit):

@@ -8,32 +8,16 @@ of what was traced in this process. sympy is imported only to build a missing ke
 from __future__ import annotations
 
 import hashlib
-import logging
+import math
 import os
 import re
-import time
-from contextlib import contextmanager
 
 import numpy as np
 
 from . import calling, forksafe, options as _options
-
-# Slow compile stages are reported at WARNING level on this logger: without logging set
-# up, Python prints them on stderr. Silence: SYMGRAD_QUIET=1, or
-# logging.getLogger("symgrad.progress").setLevel(logging.ERROR).
-progress = logging.getLogger("symgrad.progress")
-PROGRESS_SECONDS = None if os.environ.get("SYMGRAD_QUIET") else 2.0
-
-
-@contextmanager
-def stage(function, what, detail=lambda: ""):
-    """Time one pipeline stage; report it if it was slow."""
-    t = time.perf_counter()
-    yield
-    dt = time.perf_counter() - t
-    if PROGRESS_SECONDS is not None and dt >= PROGRESS_SECONDS:
-        progress.warning("symgrad: %s: %s took %.1f s%s", function, what, dt, detail())
-
+from .source import C_COMPILE_BASE, RATES, PerObject, Source, stage
+from .errors import ScalarUsedAsArray
+from .signature import TRACED
 
 def c_identifier(name):
     """A valid ASCII C identifier for any name: the name itself where it is one, else the name
@@ -45,33 +29,6 @@ def c_identifier(name):
     if s != name:
         s += "_" + hashlib.sha1(name.encode()).hexdigest()[:8]
     return s
-
-
-class Source:
-    """What a Function and its derivatives are made from: a Python function, traced once
-    when first needed, or a program given as it is (from_sympy)."""
-
-    def __init__(self, fn=None, shapes=None, program=None):
-        self.fn, self.shapes, self._program, self._symbolic = fn, shapes, program, None
-        self._lock = forksafe.RLock()
-
-    def program(self, name):
-        with self._lock:
-            if self._program is None:
-                from .tracing import trace
-                with stage(name, "trace"):
-                    self._program = trace(self.fn, self.shapes)
-            return self._program
-
-    def symbolic(self, name):
-        """The program as sympy expressions (on a cache miss only)."""
-        with self._lock:
-            if self._symbolic is None:
-                from .symbolic import to_sympy
-                prog = self.program(name)
-                with stage(name, "convert to sympy", lambda: f" ({prog.count_ops()} operations)"):
-                    self._symbolic = to_sympy(prog)
-            return self._symbolic
 
 
 class Function:
@@ -93,7 +50,10 @@ class Function:
         self._source, self._steps, self._structure = source, tuple(steps), structure
         self._lock = forksafe.RLock()
         self._plan = self._kernel = self._optimized = None
+        self._kernel_bits = None  # the vector width the kernel was rendered for
         self._derived = {}  # derivatives taken of this Function, each made once
+        self._bound = PerObject()  # a method's Function per instance
+        self._variants = {}  # calls that pass defaulted parameters: spec -> Function
 
     # -- the pipeline, each stage computed once -------------------------------------------
     @property
@@ -120,14 +80,18 @@ class Function:
     def result_shapes(self):
         """Core shapes of the results, from the traced program (no sympy)."""
         prog = self.program
-        outs = [o.shape for o in prog.outputs]
+        outs, args = [o.shape for o in prog.outputs], [a.shape for a in prog.args]
         for kind, nums in self._steps:
-            arg = [prog.args[i].shape for i in nums]
-            if kind in ("grad", "value_and_grad", "hessian") and (len(outs) != 1 or outs[0] != ()):
+            arg = [args[i] for i in nums]
+            if kind in ("grad", "value_and_grad", "hessian", "hvp") and (len(outs) != 1 or outs[0] != ()):
                 raise ValueError(f"{kind} needs a scalar-valued function, but it returns shape "
                                  f"{outs[0] if len(outs) == 1 else outs}; use .jacobian for vector-valued "
                                  "functions")
+            if kind == "hvp":
+                args = args + arg
+            stacked = (sum(math.prod(a) for a in arg),)
             outs = {"grad": arg, "value_and_grad": [()] + arg, "jacobian": [o + a for o in outs for a in arg],
+                    "jacobian_stacked": [o + stacked for o in outs], "hvp": arg,
                     "hessian": [a + b for a in arg for b in arg]}.get(kind, outs)
         return outs
 
@@ -137,9 +101,13 @@ class Function:
         prog = self._source.symbolic(self.name)
         limit = self.options.inline_limit
         for kind, nums in self._steps:
-            with stage(self.c_name, "differentiate"):
+            with stage(self.c_name, "differentiate", expect=self._expect("differentiate")):
                 if kind == "jacobian":
                     prog = D.jacobian(prog, nums, limit)
+                elif kind == "jacobian_stacked":
+                    prog = D.jacobian(prog, nums, limit, stack=True)
+                elif kind == "hvp":
+                    prog = D.hvp(prog, nums, limit)
                 elif kind == "hessian":
                     prog = D.hessian(prog, nums, limit)
                 elif kind in ("grad", "value_and_grad"):
@@ -147,6 +115,14 @@ class Function:
                 else:
                     prog = D.nth(prog, int(kind[1:]), nums[0], limit)
         return prog
+
+    def _expect(self, what):
+        """(operations, seconds) expected of a stage: the traced program's size, about doubled
+        by each derivative taken, at that stage's rate (for the progress lines only)."""
+        def expect():
+            ops = self.program.count_ops() * 2.2 ** len(self._steps)
+            return int(ops), RATES[what] * ops
+        return expect
 
     def optimized(self):
         """This Function's results as an optimised sympy program (what every target prints)."""
@@ -159,7 +135,8 @@ class Function:
                 if [o.shape for o in prog.outputs] != shapes:
                     raise CompileError(f"{self.c_name}: results of shapes {[o.shape for o in prog.outputs]}"
                                        f", expected {shapes} (a bug in symgrad)")
-                with stage(self.c_name, "optimize", lambda: f" ({len(prog.body)} assignments)"):
+                with stage(self.c_name, "optimize", lambda: f" ({len(prog.body)} assignments)",
+                           self._expect("optimize")):
                     self._optimized = optimize(prog, self.options)
             return self._optimized
 
@@ -167,7 +144,8 @@ class Function:
     def title(self):
         """What this Function computes, in words (for comments and documentation)."""
         what = {"value": "", "grad": "gradient of ", "value_and_grad": "value and gradient of ",
-                "jacobian": "Jacobian of ", "hessian": "Hessian of "}
+                "jacobian": "Jacobian of ", "jacobian_stacked": "stacked Jacobian of ", "hessian": "Hessian of ",
+                "hvp": "Hessian-vector product of "}
         kinds = [k for k, _ in self._steps]
         words = "".join(what.get(k, f"derivative {k[1:]} of ") for k in reversed(kinds))
         return f"{words}{self.py_name}({', '.join(n for n, _ in self.args)})"
@@ -180,9 +158,10 @@ class Function:
                 from .build import vector_bits
                 from .render import TARGETS, render
                 prog = self.optimized()
-                with stage(self.c_name, "generate C"):
+                with stage(self.c_name, "generate C", expect=self._expect("generate C")):
                     self._kernel = render(prog, self.c_name, TARGETS["cpu", str(self.dtype)], vector_bits(),
                                           self.options, title=self.title)
+                    self._kernel_bits = vector_bits()
             return self._kernel
 
     @property
@@ -232,7 +211,8 @@ class Function:
                     lib = None
                 if lib is None:
                     k = self.kernel
-                    with stage(self.c_name, "C compile", lambda: f" ({k.ops} operations)"):
+                    with stage(self.c_name, "C compile", lambda: f" ({k.ops} operations)",
+                               lambda: (k.ops, C_COMPILE_BASE + RATES["C compile"] * k.ops)):
                         lib = build.build(key, k.source, k.cdecl, parts=k.parts, extra_flags=k.cflags, meta=meta)
                 shapes = [tuple(s) for s in cache.library_meta(lib)["results"]]
                 self._plan = calling.Plan(self.c_name, self.args, shapes, self.dtype, self._structure, lib,
@@ -261,11 +241,21 @@ class Function:
             outs.append(part[0] if o.shape == () else sp.ImmutableDenseNDimArray(part, o.shape))
         return calling.nest(self._structure, outs)
 
-    def _derive(self, kind, argnums):
+    def _derive(self, kind, argnums, stack=False):
         """The derived Function, made once per (kind, argnums): ``F.grad(x)`` in a loop reuses
         one loaded kernel (and its store policy)."""
+        if self._steps and self._steps[-1][0] == "hvp":
+            raise ValueError(f"{self.c_name}: a Hessian-vector product is the last derivative taken; "
+                             "differentiate first (F.grad.hvp is not defined, F.jacobian.hvp neither)")
         structure_args, nums = calling.argnums(argnums, len(self.args))
         m = len(nums)
+        if kind == "jacobian" and stack:
+            return self._derived_function(("jacobian_stacked", tuple(nums)), self._structure)
+        if kind == "hvp":
+            from .program import tangent_names
+            names = tangent_names([n for n, _ in self.args], nums)
+            args = self.args + tuple((t, self.args[i][1]) for t, i in zip(names, nums))
+            return self._derived_function(("hvp", tuple(nums)), structure_args, repr(structure_args), args)
         if kind == "value_and_grad":
             structure = (0, calling.shift(structure_args, 1))
         elif kind == "hessian":
@@ -277,11 +267,11 @@ class Function:
             structure = structure_args
         return self._derived_function((kind, tuple(nums)), structure, repr(structure_args))
 
-    def _derived_function(self, step, structure, tag=""):
+    def _derived_function(self, step, structure, tag="", args=None):
         key = (step, tag)
         with self._lock:
             if key not in self._derived:
-                self._derived[key] = Function(self.py_name, self._source, self.dtype, args=self.args,
+                self._derived[key] = Function(self.py_name, self._source, self.dtype, args=args or self.args,
                                               options=self.options, steps=self._steps + (step,),
                                               structure=structure)
             return self._derived[key]
@@ -306,6 +296,49 @@ class Function:
         """Hessian of a scalar function: core shape s+s; tuple of tuples for several arguments."""
         return self._derive("hessian", None)
 
+    @property
+    def hvp(self):
+        """Hessian-vector product of a scalar function: ``F.hvp(x, v)`` is H(x) @ v (for several
+        arguments, one tangent each after them: ``F.hvp(x, y, vx, vy)``), by forward-over-reverse
+        differentiation: its cost is linear in the program's, no Hessian is formed."""
+        return self._derive("hvp", None)
+
+    def jacobian_wrt(self, argnums=None, *, stack=False):
+        """Jacobian by the arguments ``argnums`` (default: all). ``stack=True``: one array of
+        core shape output shape + (total size of those arguments,), arguments flattened and
+        concatenated in order: what scipy's curve_fit and least_squares expect."""
+        return self._derive("jacobian", argnums, stack=stack)
+
+    def grad_wrt(self, argnums):
+        """Gradient by the arguments ``argnums`` only (an int: one array; a tuple: a tuple)."""
+        return self._derive("grad", argnums)
+
+    def hessian_wrt(self, argnums):
+        """Hessian by the arguments ``argnums`` only."""
+        return self._derive("hessian", argnums)
+
+    def build(self, kinds=("value",)):
+        """Compile now the kernels of ``kinds`` (names of this Function's derivatives: "value",
+        "grad", "value_and_grad", "jacobian", "hessian", "hvp") rather than at their first call:
+        the Python stages one after another, the C compiles in parallel. Returns self."""
+        fns = []
+        for kind in ([kinds] if isinstance(kinds, str) else kinds):
+            if kind not in _KINDS:
+                raise ValueError(f"build: unknown kind {kind!r}; expected some of {', '.join(_KINDS)}")
+            fns.append(self if kind == "value" else getattr(self, kind))
+        fresh = [f for f in fns if f._plan is None]
+        for f in fresh:  # the Python stages (sympy holds the GIL): one after another
+            from . import build
+            if build.load(f.key) is None:
+                f.kernel
+        if len(fresh) > 1:  # the C compilers run in parallel
+            from concurrent.futures import ThreadPoolExecutor
+            with ThreadPoolExecutor(min(len(fresh), os.cpu_count() or 1)) as pool:
+                list(pool.map(lambda f: f._library(), fresh))
+        for f in fresh:
+            f._library()
+        return self
+
     def derivative(self, n, argnum=0):
         """n-th derivative of every result w.r.t. the scalar argument ``argnum``."""
         if not isinstance(n, int) or isinstance(n, bool) or n < 0:
@@ -322,13 +355,100 @@ class Function:
         return self._derived_function((f"d{n}", (argnum,)), self._structure)
 
     # -- calling ------------------------------------------------------------------------
-    def __call__(self, *args, out=None):
-        plan = self._plan or self._library()
+    def __call__(self, *args, out=None, **kwargs):
+        if kwargs or len(args) != len(self.args) or self._source.method:
+            function, args = self._bind_call(args, kwargs)
+            if function is not self:
+                return function(*args, out=out)
+        plan = self._plan
+        if plan is None:
+            try:
+                plan = self._library()
+            except ScalarUsedAsArray as e:
+                raise e.for_call([n for n, _ in self.args], args) from None
         return plan(args, out, f"{self.py_name} ({self.kind})")
+
+    def _bind_call(self, args, kwargs):
+        """(the Function that evaluates this call, its positional arguments) for a call by
+        keyword, an unbound method called with its instance first, or one that passes defaulted
+        parameters: those make a variant traced with them (signature.bind says how)."""
+        from .signature import bind
+        src, what = self._source, f"{self.py_name} ({self.kind})"
+        if src.method:
+            if self._steps or not args:
+                raise TypeError(f"{what} is a method: call it on an instance, obj.{self.py_name}"
+                                f"{'.' + self.kind if self._steps else ''}(...)")
+            return self.__get__(args[0]), args[1:]
+        # a program without its Python function (from_sympy, a pickle), an hvp (its tangents
+        # follow the arguments) or a variant: its own arguments only, by position or name
+        plain = src.fn is None or src.spec or any(k == "hvp" for k, _ in self._steps)
+        values, spec, traced, consts = bind(None if plain else src.fn, 0 if src.instance is None else 1,
+                                            [name for name, _ in self.args], args, kwargs, what)
+        if not spec:
+            return self, tuple(values)
+        with self._lock:
+            f = self._variants.get(spec)
+            if f is None:
+                extra = tuple((name, ()) for name, how in spec if how == TRACED)
+                f = self._variants[spec] = Function(self.py_name, src.variant(spec, consts), self.dtype,
+                                                    args=self.args + extra, options=self.options,
+                                                    steps=self._steps, structure=self._structure)
+        return f, tuple(values) + tuple(traced)
+
+    def __get__(self, obj, cls=None):
+        """A method's Function read from an instance: its own Function, traced with that
+        instance as ``self`` at its first call (one per instance, like a bound method)."""
+        if obj is None or not self._source.method:
+            return self
+        return self._bound.get(obj, lambda: Function(self.py_name, self._source.bind(obj), self.dtype,
+                                                     args=self.args, options=self.options, steps=self._steps,
+                                                     structure=self._structure))
+
+    def __reduce__(self):
+        """Pickled by value: the traced program (never the Python function), shapes, structure,
+        dtype, options, and the generated kernel source when it exists."""
+        if self._source.method:
+            raise TypeError(f"cannot pickle {self.py_name}: a method's Function is pickled bound to an "
+                            f"instance (pickle obj.{self.py_name}, not the class attribute)")
+        state = {"name": self.py_name, "dtype": str(self.dtype), "args": self.args, "options": self.options,
+                 "steps": self._steps, "structure": self._structure, "program": self.program}
+        if self._kernel is not None:
+            state["kernel"] = (self._kernel_bits, self._kernel)
+        from . import build
+        return _unpickle, (PICKLE_FORMAT, build.VERSION, build.source_digest(), state)
 
     def __repr__(self):
         args = ", ".join(f"{name}{list(shape)}" for name, shape in self.args)
         return f"<symgrad.Function {self.py_name} {self.kind}({args}) {self.dtype}>"
+
+
+PICKLE_FORMAT = 1
+_KINDS = ("value", "grad", "value_and_grad", "jacobian", "hessian", "hvp")
+
+
+def _unpickle(fmt, version, digest, state):
+    """A pickled Function, in this process: checked against this symgrad (an older or newer
+    one may trace, differentiate or lay out results otherwise), then called as it was."""
+    import pickle
+
+    from . import build
+    if fmt != PICKLE_FORMAT or version != build.VERSION:
+        raise pickle.UnpicklingError(
+            f"this pickle holds a Function of symgrad {version} (pickle format {fmt}), but this is symgrad "
+            f"{build.VERSION} (format {PICKLE_FORMAT}): pickle it again with this version, or install "
+            f"symgrad=={version} where it is loaded")
+    if digest != build.source_digest():
+        raise pickle.UnpicklingError(
+            f"this pickle holds a Function of another build of symgrad {version} (its source differs from "
+            "this installation's): install the same symgrad everywhere the Function travels")
+    f = Function(state["name"], Source(program=state["program"]), state["dtype"], args=state["args"],
+                 options=state["options"], steps=state["steps"], structure=state["structure"])
+    bits, kernel = state.get("kernel", (None, None))
+    if kernel is not None:
+        from .build import vector_bits
+        if bits == vector_bits():  # rendered for this CPU's vector width: no sympy needed here
+            f._kernel, f._kernel_bits = kernel, bits
+    return f
 
 
 def _each_leaf(structure, f):

@@ -49,6 +49,9 @@ class Program:
         """Hash of everything the program computes: ops, exact constants, shapes, names."""
         return hashlib.sha256(repr((self.args, self.nodes, self.outputs)).encode()).hexdigest()
 
+    def __reduce__(self):  # pickled without its cached key: recomputed where it is loaded
+        return Program, (self.args, self.nodes, self.outputs)
+
     def __str__(self):
         """One assignment a line, like a jaxpr: ``t3 = mul t1 t2``."""
         def ref(i):
@@ -136,3 +139,16 @@ class Builder:
 
     def program(self, args, outputs):
         return Program(tuple(args), tuple(self.nodes), tuple(outputs))
+
+
+def tangent_names(names, argnums):
+    """Names of the tangent arguments of a Hessian-vector product (``v_x`` for ``x``), made
+    unique against the function's own argument names."""
+    taken, out = set(names), []
+    for i in argnums:
+        t = f"v_{names[i]}"
+        while t in taken:
+            t = "_" + t
+        taken.add(t)
+        out.append(t)
+    return out

@@ -1,8 +1,15 @@
-"""Which arguments a function is traced over, and their core shapes (no sympy needed)."""
+"""Which arguments a function is traced over, their core shapes, and how a call binds to
+them: keyword arguments, overridden defaults and methods' ``self`` (no sympy needed)."""
 from __future__ import annotations
 
+import hashlib
 import inspect
 import numbers
+
+import numpy as np
+
+TRACED = "traced"  # a defaulted parameter given a value at the call: traced as a scalar argument
+_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
 
 def parse_shapes(shapes, n):
@@ -19,17 +26,33 @@ def parse_shapes(shapes, n):
     return out
 
 
-def traced_params(fn, shapes):
-    """(names, core shapes) of the positional arguments ``fn`` is traced over."""
-    if shapes is not None and (isinstance(shapes, (numbers.Number, str)) or not hasattr(shapes, "__len__")):
-        raise ValueError(f"shapes must list one core shape per argument, e.g. shapes=[(), (8,)]; got {shapes!r}")
+def _signature(fn):
     try:
-        sig = inspect.signature(fn)
+        return inspect.signature(fn)
     except (TypeError, ValueError):
         raise TypeError(f"symgrad needs a Python function, got {fn!r}") from None
-    ps = list(sig.parameters.values())
+
+
+def is_method(fn):
+    """Whether ``fn`` is defined in a class body and takes ``self`` first: ``compile`` then
+    makes a Function that binds ``self`` when read from an instance."""
+    if not inspect.isfunction(fn):
+        return False
+    parts = fn.__qualname__.split(".")
+    if len(parts) < 2 or parts[-2] == "<locals>":
+        return False
+    ps = [p for p in _signature(fn).parameters.values() if p.kind in _POSITIONAL]
+    return bool(ps) and ps[0].name == "self"
+
+
+def traced_params(fn, shapes, skip=0):
+    """(names, core shapes) of the positional arguments ``fn`` is traced over (after the
+    first ``skip``, which are bound: a method's ``self``)."""
+    if shapes is not None and (isinstance(shapes, (numbers.Number, str)) or not hasattr(shapes, "__len__")):
+        raise ValueError(f"shapes must list one core shape per argument, e.g. shapes=[(), (8,)]; got {shapes!r}")
+    ps = list(_signature(fn).parameters.values())
     name = getattr(fn, "__name__", "f")
-    params = [p for p in ps if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    params = [p for p in ps if p.kind in _POSITIONAL][skip:]
     varargs = any(p.kind == p.VAR_POSITIONAL for p in ps)
     kwonly = [p.name for p in ps if p.kind == p.KEYWORD_ONLY and p.default is p.empty]
     if kwonly:
@@ -50,3 +73,101 @@ def traced_params(fn, shapes):
                              f"arguments ({', '.join(p.name for p in required)}): one shape per argument")
     names = [params[i].name if i < len(params) else f"arg{i}" for i in range(n)]
     return names, parse_shapes(shapes, n)
+
+
+def constant_key(value, name):
+    """A key that identifies ``value`` exactly, for a parameter passed as a trace constant
+    (each value compiles its own kernel): numbers, strings, None, tuples of them, arrays."""
+    if value is None or isinstance(value, (bool, str, bytes, numbers.Number, np.generic)):
+        return (type(value).__qualname__, repr(value))
+    if isinstance(value, tuple):
+        return ("tuple",) + tuple(constant_key(v, name) for v in value)
+    if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
+        digest = hashlib.sha256(np.ascontiguousarray(value).tobytes()).hexdigest()
+        return ("ndarray", str(value.dtype), value.shape, digest)
+    raise TypeError(f"argument {name!r} = {type(value).__name__} cannot be passed to a compiled function: a "
+                    "parameter beyond the traced ones is a constant of the trace, one kernel per value, and "
+                    "must be a number, a string, None, a tuple of these or a numeric numpy array; make it "
+                    "a traced argument (with shapes=) instead")
+
+
+def bind(fn, skip, names, args, kwargs, what):
+    """Bind a call to the traced parameters ``names`` of ``fn`` (after ``skip`` bound ones)
+    and to any defaulted parameters it also passes. Returns (values of ``names`` in order,
+    spec, values of the TRACED extras in spec order, constants by name); spec is a tuple of
+    (parameter name, TRACED or a constant key) in parameter order. A defaulted parameter whose
+    default is a float is traced (a scalar argument of the kernel, so new values reuse it);
+    any other default (an int count, a string, None, a flag) is a constant of the trace."""
+    n = len(names)
+    if fn is None:  # a program without a Python function: only its own arguments, by name
+        params, by_name = [], {}
+    else:
+        ps = list(_signature(fn).parameters.values())
+        params = [p for p in ps if p.kind in _POSITIONAL][skip:]
+        by_name = {p.name: p for p in ps[skip:] if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+        var_kw = any(p.kind == p.VAR_KEYWORD for p in ps)
+    values, given = [None] * n, [False] * n
+    for i, v in enumerate(args[:n]):
+        values[i], given[i] = v, True
+    extras = {}
+    for i, v in enumerate(args[n:], start=n):
+        if i >= len(params):
+            raise TypeError(f"{what} takes {n} traced argument(s) ({', '.join(names)}) and "
+                            f"{max(len(params) - n, 0)} more with defaults, got {len(args)} positional arguments")
+        extras[params[i].name] = v
+    for key, v in kwargs.items():
+        if key in names:
+            i = names.index(key)
+            if given[i]:
+                raise TypeError(f"{what} got multiple values for argument {key!r}")
+            values[i], given[i] = v, True
+        elif key in by_name and by_name[key].kind != inspect.Parameter.POSITIONAL_ONLY:
+            if key in extras:
+                raise TypeError(f"{what} got multiple values for argument {key!r}")
+            extras[key] = v
+        elif fn is not None and var_kw and key not in by_name:
+            extras[key] = v
+        else:
+            raise TypeError(f"{what} got an unexpected keyword argument {key!r}; its arguments are "
+                            + ", ".join(names + [p for p in by_name if p not in names]))
+    missing = [name for name, g in zip(names, given) if not g]
+    if missing:
+        raise TypeError(f"{what} is missing argument(s) {', '.join(map(repr, missing))}")
+    order = {name: k for k, name in enumerate(by_name)}
+    spec, traced, consts = [], [], {}
+    for key in sorted(extras, key=lambda k: order.get(k, len(order))):
+        v = extras[key]
+        default = by_name[key].default if key in by_name else None
+        if isinstance(default, (float, np.floating)):
+            arr = np.asarray(v)
+            if arr.dtype.kind not in "biuf":
+                raise TypeError(f"argument {key!r} of {what} must be real numbers (its default is "
+                                f"{default!r}), got {type(v).__name__}")
+            spec.append((key, TRACED))
+            traced.append(v)
+        else:
+            spec.append((key, constant_key(v, key)))
+            consts[key] = v
+    return values, tuple(spec), traced, consts
+
+
+def call_arguments(fn, prefix, n, values, spec, consts):
+    """(positional, keyword) arguments that call ``fn`` with the bound ``prefix``, the first
+    ``n`` traced ``values``, and each extra of ``spec`` (traced values follow the first n)."""
+    extra_values, k = {}, n
+    for name, how in spec:
+        if how == TRACED:
+            extra_values[name] = values[k]
+            k += 1
+        else:
+            extra_values[name] = consts[name]
+    positional = list(prefix) + list(values[:n])
+    if not extra_values:
+        return positional, {}
+    params = [p for p in _signature(fn).parameters.values() if p.kind in _POSITIONAL]
+    rest = params[len(positional):]
+    last_only = max((i for i, p in enumerate(rest) if p.name in extra_values
+                     and p.kind == p.POSITIONAL_ONLY), default=-1)
+    for p in rest[:last_only + 1]:  # positional-only extras go by position, defaults filling gaps
+        positional.append(extra_values.pop(p.name) if p.name in extra_values else p.default)
+    return positional, extra_values

@@ -9,22 +9,10 @@ block code, so results never depend on the batch size or the thread count."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from .printer import Printer, check_real, segment_lines
 from .schedule import schedule
-
-
-@dataclass(frozen=True)
-class Kernel:
-    """Generated source of one in-process kernel and what building it needs."""
-
-    name: str
-    source: str       # definitions (includes symgrad_rt.h)
-    cdecl: str        # declarations of the exported functions
-    ops: int
-    parts: tuple = ()   # further translation units (segments of a large kernel), compiled in parallel
-    cflags: tuple = ()  # compiler flags this kernel needs beyond the target's
+from .target import Kernel
 
 
 def render(prog, name, target, vector_bits, options, title=None) -> Kernel:

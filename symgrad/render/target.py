@@ -1,4 +1,5 @@
-"""What each target decides, as data: number type, spellings, entry-point names, flags.
+"""What each target decides, as data: number type, spellings, entry-point names, flags;
+and Kernel, the generated in-process kernel (plain data: it travels in pickles).
 
 Every entry-point name and every compiler flag of every target is spelled here and only
 here; the emitters (cpu.py, c99.py, cuda.py) and the callers (build.py, calling.py,
@@ -74,3 +75,15 @@ TARGETS = {
     ("cuda", "float64"): _cuda("double", 8, ""),
     ("cuda", "float32"): _cuda("float", 4, "f"),
 }
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """Generated source of one in-process kernel and what building it needs."""
+
+    name: str
+    source: str       # definitions (includes symgrad_rt.h)
+    cdecl: str        # declarations of the exported functions
+    ops: int
+    parts: tuple = ()   # further translation units (segments of a large kernel), compiled in parallel
+    cflags: tuple = ()  # compiler flags this kernel needs beyond the target's

@@ -8,18 +8,26 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import TraceError
+import os
+
+from ..errors import ScalarUsedAsArray, TraceError
 from ..program import Arg, Builder, Output
-from ..signature import traced_params
+from ..signature import TRACED, call_arguments, traced_params
 from .rewrite import intercept
 from .values import Condition, Poison, TracedArray, Value, state, where
 
 __all__ = ["trace", "where", "TraceError"]
+_SYMGRAD = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def trace(fn, shapes=None):
-    """Run ``fn`` once on traced arguments and return its Program."""
-    names, shapes = traced_params(fn, shapes)
+def trace(fn, shapes=None, prefix=(), spec=(), consts=None):
+    """Run ``fn`` once on traced arguments and return its Program. ``prefix``: bound leading
+    arguments (a method's ``self``); ``spec``/``consts``: defaulted parameters a call passes
+    (signature.bind): TRACED ones are further scalar arguments, the others constants."""
+    names, shapes = traced_params(fn, shapes, skip=len(prefix))
+    n = len(names)
+    extra = [name for name, how in spec if how == TRACED]
+    names, shapes = names + extra, shapes + [()] * len(extra)
     b = Builder()
     args, values = [], []
     for k, (name, shape) in enumerate(zip(names, shapes)):
@@ -33,11 +41,17 @@ def trace(fn, shapes=None):
     outer, frames = getattr(state, "builder", None), getattr(state, "branch_frames", None)
     state.builder, state.branch_frames = b, []
     try:
-        result = intercept(fn)(*values)
+        positional, keywords = call_arguments(fn, prefix, n, values, spec, consts or {})
+        result = intercept(fn)(*positional, **keywords)
     except RecursionError:
         raise TraceError(f"tracing {getattr(fn, '__qualname__', fn)!r} exceeded Python's recursion limit: a "
                          "recursion whose end is decided by an `if` on a traced value runs both branches, "
                          "so it never ends. Recurse a fixed number of times (or loop over a range)") from None
+    except TypeError as e:
+        hint = _array_hint(e, args)
+        if hint is None:
+            raise
+        raise hint from None
     finally:
         state.builder, state.branch_frames = outer, frames
     return b.program(args, [_output(b, result, fn)])
@@ -65,3 +79,25 @@ def _output(b, result, fn):
                              "or traced values (a scalar, a tuple of scalars or an array)")
         refs.append(i)
     return Output("out", arr.shape, tuple(refs))
+
+
+_AS_ARRAY = ("'Value' object has no len()", "object of type 'Value' has no len()",
+             "'Value' object is not subscriptable", "'Value' object is not iterable",
+             "argument of type 'Value' is not iterable", "len() of unsized object")
+
+
+def _array_hint(error, args):
+    """A ScalarUsedAsArray for Python's TypeError on a traced scalar used as a sequence."""
+    text = str(error)
+    if not any(t in text for t in _AS_ARRAY):
+        return None
+    tb, site = error.__traceback__, "an unknown place"
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if not code.co_filename.startswith(_SYMGRAD):
+            site = f"{code.co_name}() in {code.co_filename}, line {tb.tb_lineno}"
+        tb = tb.tb_next
+    scalars = [a.name for a in args if a.shape == ()]
+    return ScalarUsedAsArray(f"a traced scalar is used as an array ({text}) at {site}: every argument "
+                             "is a scalar unless shapes= says otherwise; pass shapes=[...] with one core "
+                             "shape per argument", scalars)

@@ -7,7 +7,7 @@ import pytest
 import sympy as sp
 
 import symgrad
-from symgrad import function
+from symgrad import source
 
 import helpers  # noqa: F401  (puts examples/ on the path)
 import bench_cases  # noqa: E402
@@ -110,14 +110,14 @@ def test_from_sympy_shapes_and_errors():
 def test_progress_lines_for_slow_stages_and_silencing(monkeypatch, caplog):
     logger = logging.getLogger("symgrad.progress")
     monkeypatch.setattr(logger, "propagate", True)
-    monkeypatch.setattr(function, "PROGRESS_SECONDS", 0.0)
+    monkeypatch.setattr(source, "PROGRESS_SECONDS", 0.0)
     with caplog.at_level(logging.INFO, logger="symgrad.progress"):
         symgrad.compile(lambda p: bench_cases.lj(p, 3), [(9,)]).grad(lj_inputs(3, 2, 5))
     stages = " ".join(r.getMessage() for r in caplog.records)
     for what in ("trace", "differentiate", "optimize", "generate C", "C compile"):
         assert what in stages
     caplog.clear()
-    monkeypatch.setattr(function, "PROGRESS_SECONDS", None)
+    monkeypatch.setattr(source, "PROGRESS_SECONDS", None)
     with caplog.at_level(logging.INFO, logger="symgrad.progress"):
         symgrad.compile(lambda p: bench_cases.lj(p, 2), [(6,)]).grad(lj_inputs(2, 2, 5))
     assert not caplog.records

@@ -1,0 +1,143 @@
+"""Where a Function's program comes from: a Python function traced once (bound to an
+instance for a method, with defaulted parameters for a call that passes them), or a program
+given as it is; and ``stage``, the timing of slow pipeline stages."""
+from __future__ import annotations
+
+import logging
+import os
+import time
+import weakref
+from contextlib import contextmanager
+
+from . import forksafe
+
+# Slow compile stages are reported at WARNING level on this logger: without logging set
+# up, Python prints them on stderr. Silence: SYMGRAD_QUIET=1, or
+# logging.getLogger("symgrad.progress").setLevel(logging.ERROR).
+progress = logging.getLogger("symgrad.progress")
+PROGRESS_SECONDS = None if os.environ.get("SYMGRAD_QUIET") else 2.0
+
+
+@contextmanager
+def stage(function, what, detail=lambda: "", expect=None):
+    """Time one pipeline stage; report it if it was slow, and at its start too if ``expect``
+    (a callable: (operations, estimated seconds)) says it will be."""
+    if PROGRESS_SECONDS is not None and expect is not None:
+        ops, seconds = expect()
+        if seconds >= PROGRESS_SECONDS:
+            progress.warning("symgrad: %s: %s of about %d operations, expected about %.0f s", function, what,
+                             ops, max(seconds, 1.0))
+    t = time.perf_counter()
+    yield
+    dt = time.perf_counter() - t
+    if PROGRESS_SECONDS is not None and dt >= PROGRESS_SECONDS:
+        progress.warning("symgrad: %s: %s took %.1f s%s", function, what, dt, detail())
+
+
+# Seconds per operation of each stage, measured on loop-style programs (examples/scaling.py,
+# 2 cores, gcc 12): only for the estimates of the progress lines. A C compile costs
+# C_COMPILE_BASE seconds more (cffi and Python.h).
+RATES = {"convert to sympy": 5e-5, "differentiate": 5e-5, "optimize": 3e-5, "generate C": 4e-5,
+         "C compile": 1e-4}
+C_COMPILE_BASE = 0.4
+
+
+class Source:
+    """What a Function and its derivatives are made from: a Python function, traced once
+    when first needed, or a program given as it is (from_sympy, a pickle). A method's
+    Source (``method=True``) is traced only once bound to an instance (``bind``); a call
+    that passes defaulted parameters uses a variant traced with them (``variant``)."""
+
+    def __init__(self, fn=None, shapes=None, program=None, *, method=False, instance=None, spec=(),
+                 consts=None):
+        self.fn, self.shapes, self._program, self._symbolic = fn, shapes, program, None
+        self.method, self.spec, self.consts = method, spec, consts or {}
+        self.instance = None if instance is None else _Instance(instance)
+        self._lock = forksafe.RLock()
+        self._bound, self._variants = PerObject(), {}
+
+    @property
+    def prefix(self):
+        return () if self.instance is None else (self.instance.get(),)
+
+    def program(self, name):
+        with self._lock:
+            if self._program is None:
+                if self.method:
+                    raise TypeError(f"{name} is a method: call it on an instance, obj.{name}(...) (it is "
+                                    "traced with that instance as self)")
+                from .tracing import trace
+                with stage(name, "trace"):
+                    self._program = trace(self.fn, self.shapes, self.prefix, self.spec, self.consts)
+                if self.instance is not None:
+                    self.instance.traced()
+            return self._program
+
+    def symbolic(self, name):
+        """The program as sympy expressions (on a cache miss only)."""
+        with self._lock:
+            if self._symbolic is None:
+                from .symbolic import to_sympy
+                prog = self.program(name)
+                with stage(name, "convert to sympy", lambda: f" ({prog.count_ops()} operations)",
+                           lambda: (prog.count_ops(), RATES["convert to sympy"] * prog.count_ops())):
+                    self._symbolic = to_sympy(prog)
+            return self._symbolic
+
+    def bind(self, obj):
+        """The Source of this method bound to ``obj`` (one per live instance)."""
+        return self._bound.get(obj, lambda: Source(self.fn, self.shapes, instance=obj))
+
+    def variant(self, spec, consts):
+        """This Source traced with the defaulted parameters of ``spec`` (signature.bind)."""
+        with self._lock:
+            v = self._variants.get(spec)
+            if v is None:
+                v = self._variants[spec] = Source(self.fn, self.shapes, spec=spec, consts=consts,
+                                                  instance=None if self.instance is None else self.prefix[0])
+            return v
+
+
+class _Instance:
+    """A bound method's instance: held strongly until the trace has read it (a temporary,
+    ``Model().f(x)``, must live until then), weakly afterwards (a Function cached per
+    instance must not keep it alive)."""
+
+    def __init__(self, obj):
+        self.strong = obj
+        try:
+            self.weak = weakref.ref(obj)
+        except TypeError:  # not weakly referable: kept (and its bound Functions are not cached)
+            self.weak = None
+
+    def get(self):
+        obj = self.strong if self.strong is not None else self.weak()
+        if obj is None:
+            raise ReferenceError("the instance this method Function was bound to no longer exists")
+        return obj
+
+    def traced(self):
+        if self.weak is not None:
+            self.strong = None
+
+
+class PerObject:
+    """Values made once per live object, keyed by identity (objects need not be hashable) and
+    dropped when the object dies; objects that cannot be weakly referenced get a new value."""
+
+    def __init__(self):
+        self._items, self._lock = {}, forksafe.RLock()
+
+    def get(self, obj, make):
+        k = id(obj)
+        with self._lock:
+            hit = self._items.get(k)
+            if hit is not None and hit[0]() is obj:
+                return hit[1]
+            value = make()
+            try:
+                ref = weakref.ref(obj, lambda _, k=k, items=self._items: items.pop(k, None))
+            except TypeError:
+                return value
+            self._items[k] = (ref, value)
+            return value
