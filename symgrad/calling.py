@@ -124,11 +124,13 @@ class Plan:
                 and not any(np.may_share_memory(r, x) for x in ins) else np.empty(r.shape, r.dtype)
                 for r in results]
         if n:
-            if all(ready):
-                self._run(n, ins, work)
-            else:  # inputs to copy: a chunk of points at a time (a broadcast input stays small)
-                per_point = sum(x.itemsize * prod(core) for x, ok, (_, core) in zip(ins, ready, self.args) if not ok)
-                for idx in _chunks(batch, max(1, CHUNK_BYTES // max(per_point, 1))):
+            # inputs to copy (broadcast, strided, misaligned) are copied a chunk of points at a
+            # time, so that a broadcast input stays small; a batch of one chunk is copied whole
+            per_point = sum(x.itemsize * prod(core) for x, ok, (_, core) in zip(ins, ready, self.args) if not ok)
+            if n * per_point <= CHUNK_BYTES:
+                self._run(n, [x if ok else np.ascontiguousarray(x) for x, ok in zip(ins, ready)], work)
+            else:
+                for idx in _chunks(batch, max(1, CHUNK_BYTES // per_point)):
                     outs = [w[idx] for w in work]
                     part = [x[idx] if ok else np.require(x[idx], requirements="CA") for x, ok in zip(ins, ready)]
                     self._run(outs[0].size // self.sizes[0], part, outs)
@@ -271,3 +273,35 @@ def _chunks(batch, points):
     for outer in np.ndindex(*batch[:k]):
         for lo in range(0, batch[k], step):
             yield outer + (slice(lo, min(lo + step, batch[k])),)
+
+
+class BatchLast:
+    """A Function called with batch dimensions last: each array argument's core dimensions
+    come first and its batch dimensions after them, and so do the results' (scipy's
+    ``vectorized=True`` convention: ``y`` of shape (n, k) for k points). Arrays are moved to
+    the Function's batch-first layout and back (a copy of each result)."""
+
+    def __init__(self, function):
+        self.function = function
+        self._results = None  # core ranks of the results, known once the kernel is loaded
+
+    def __call__(self, *args):
+        f = self.function
+        if len(args) != len(f.args):
+            raise TypeError(f"{f.py_name} ({f.kind}, batch last) takes {len(f.args)} argument(s), got {len(args)}")
+        moved = list(args)
+        for k, ((_, core), x) in enumerate(zip(f.args, args)):
+            c = len(core)
+            if c and isinstance(x, np.ndarray) and x.ndim > c:
+                moved[k] = np.moveaxis(x, range(c), range(x.ndim - c, x.ndim))
+        res = f(*moved)
+        if self._results is None:
+            self._results = [len(s) for s in f.plan.shapes]
+        flat = flatten(f._structure, res)
+        for k, (r, c) in enumerate(zip(flat, self._results)):
+            if c and r.ndim > c:
+                flat[k] = np.ascontiguousarray(np.moveaxis(r, range(r.ndim - c, r.ndim), range(c)))
+        return nest(f._structure, flat)
+
+    def __repr__(self):
+        return f"<batch-last view of {self.function!r}>"

@@ -38,13 +38,16 @@ def signature(F):
 
 
 class _Flat:
-    """Calls a Function and returns its results as a flat tuple (what apply_gufunc wants)."""
+    """Calls a Function and returns its results flat (what apply_gufunc wants: an array for
+    one result, a flat tuple for several)."""
 
     def __init__(self, F):
         self.F = F
 
     def __call__(self, *arrays):
         res = self.F(*arrays)
+        if isinstance(self.F._structure, int):
+            return res  # one result: the array itself
         return tuple(calling.flatten(self.F._structure, res))
 
 

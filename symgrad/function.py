@@ -317,6 +317,12 @@ class Function:
         """Hessian by the arguments ``argnums`` only."""
         return self._derive("hessian", argnums)
 
+    @property
+    def batch_last(self):
+        """This Function with batch dimensions after the core ones, in arguments and results
+        (scipy's solve_ivp ``vectorized=True``: ``fun=F.batch_last``)."""
+        return calling.BatchLast(self)
+
     def build(self, kinds=("value",)):
         """Compile now the kernels of ``kinds`` (names of this Function's derivatives: "value",
         "grad", "value_and_grad", "jacobian", "hessian", "hvp") rather than at their first call:

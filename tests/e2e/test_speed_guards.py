@@ -92,7 +92,7 @@ def test_program_key_tracks_closures_defaults_arrays_and_objects():
 
 def test_streamed_results_of_large_batches_equal_small_batches():
     """Batches whose results exceed config.STREAM_BYTES run in tiles that leave as whole lines."""
-    from scipy.optimize import rosen_hess
+    rosen_hess = pytest.importorskip("scipy.optimize").rosen_hess
     H = symgrad.compile(lambda x: sum(100.0 * (x[i + 1] - x[i] ** 2) ** 2 + (1 - x[i]) ** 2
                                       for i in range(7)), shapes=[(8,)]).hessian
     assert "symgrad_stream_double" in H.c_source

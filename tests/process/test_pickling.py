@@ -1,9 +1,7 @@
 """Functions travel by value: pickled in one process (defined in its __main__), called in
 another that cannot import where they were defined, through pickle, cloudpickle and every
 multiprocessing start method; mismatched versions and missing compilers are clear errors."""
-import os
 import pickle
-import sys
 
 import numpy as np
 import pytest

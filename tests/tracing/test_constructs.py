@@ -19,9 +19,10 @@ import mpmath
 import numpy as np
 import pytest
 import sympy as sp
-from scipy import special
 
 import symgrad
+
+special = pytest.importorskip("scipy.special")  # the references of this module
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _helpers_mod  # noqa: E402
