@@ -105,12 +105,7 @@ def build(key, source, cdecl, *, parts=(), extra_flags=(), meta=None):
         lib = cache.lookup(key)
         if lib is not None:
             return lib
-        cc = compiler()
-        if not cc or shutil.which(cc[0]) is None:
-            raise CompileError(f"kernel {key[:12]} is not in symgrad's cache ({cache.describe_places()}) "
-                               f"and there is no C compiler to build it: {' '.join(cc) or 'CC'!r} is not "
-                               "on PATH. Install one (gcc or clang) or set CC, or fill the cache where "
-                               "a compiler is (see README: sharing the cache)")
+        _check_compiler(f"kernel {key[:12]} is not in symgrad's cache ({cache.describe_places()}) and there is ")
         stamp = (f'\nconst char *symgrad_key(void) {{ return "{key}"; }}\n'
                  f'const char *symgrad_meta(void) {{ return {_c_string(json.dumps(meta or {}))}; }}\n')
         cdecl += "const char *symgrad_key(void);\nconst char *symgrad_meta(void);\n"
@@ -147,6 +142,14 @@ def build(key, source, cdecl, *, parts=(), extra_flags=(), meta=None):
 _IO_WORDS = ("no space left", "read-only file system", "permission denied", "disk quota",
              "input/output error", "cannot open output file", "can't open output file",
              "file too large", "operation not permitted")
+
+
+def _check_compiler(context=""):
+    cc = compiler()
+    if not cc or shutil.which(cc[0]) is None:
+        raise CompileError(f"{context}no C compiler: {cc[0] if cc else ''!r} is not on PATH (set CC to a C "
+                           "compiler, e.g. CC=gcc, or install one: apt-get install gcc; or fill the cache "
+                           "where a compiler is, see README: sharing the cache)")
 
 
 def _io_failure(message):
@@ -201,9 +204,7 @@ def _compile(source, cdecl, key, tmp, build_flags, parts=()):
     then link; returns (library path, C file)."""
     import cffi
     cc = compiler()
-    if shutil.which(cc[0]) is None:
-        raise CompileError(f"no C compiler: {cc[0]!r} is not on PATH (set CC to a C compiler, "
-                           "e.g. CC=gcc, or install one: apt-get install gcc)")
+    _check_compiler()
     from cffi.recompiler import make_c_source
     ffi = cffi.FFI()
     ffi.cdef(cdecl)

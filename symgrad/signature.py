@@ -110,10 +110,13 @@ def bind(fn, skip, names, args, kwargs, what):
     for i, v in enumerate(args[:n]):
         values[i], given[i] = v, True
     extras = {}
+    described = f"{what} takes {n} argument(s) ({', '.join(names)})"
+    defaulted = [p.name for p in params[n:]]
+    if defaulted:
+        described += f" and {len(defaulted)} more with defaults ({', '.join(defaulted)})"
     for i, v in enumerate(args[n:], start=n):
         if i >= len(params):
-            raise TypeError(f"{what} takes {n} traced argument(s) ({', '.join(names)}) and "
-                            f"{max(len(params) - n, 0)} more with defaults, got {len(args)} positional arguments")
+            raise TypeError(f"{described}, got {len(args)} positional arguments")
         extras[params[i].name] = v
     for key, v in kwargs.items():
         if key in names:
@@ -132,7 +135,7 @@ def bind(fn, skip, names, args, kwargs, what):
                             + ", ".join(names + [p for p in by_name if p not in names]))
     missing = [name for name, g in zip(names, given) if not g]
     if missing:
-        raise TypeError(f"{what} is missing argument(s) {', '.join(map(repr, missing))}")
+        raise TypeError(f"{described}, got {sum(given)}: missing {', '.join(map(repr, missing))}")
     order = {name: k for k, name in enumerate(by_name)}
     spec, traced, consts = [], [], {}
     for key in sorted(extras, key=lambda k: order.get(k, len(order))):

@@ -131,9 +131,11 @@ def test_wrong_argument_count_on_derived_function(QG):
         QG()
 
 
-def test_keyword_arguments_are_rejected(Q):
-    with pytest.raises(TypeError):
-        Q(x=1.0, v=np.zeros(3))
+def test_keyword_arguments_bind_by_name_and_unknown_ones_are_named(Q):
+    v = np.array([1.0, 2.0, 3.0])
+    assert Q(v=v, x=1.5) == Q(1.5, v)
+    with pytest.raises(TypeError, match=r"quad \(value\) got an unexpected keyword argument 'w'"):
+        Q(1.0, w=v)
 
 
 @pytest.mark.parametrize("bad, got", [
