@@ -28,7 +28,10 @@ def compile(f=None, shapes=None, *, dtype="float64", options=None):
         return f
     if not callable(f):
         raise TypeError(f"symgrad.compile expects a Python function, got {type(f).__name__}")
-    from .signature import is_method, traced_params
+    from .signature import in_class_body, is_method, traced_params
+    if in_class_body(f, "cls"):
+        raise TypeError(f"symgrad.compile on {f.__qualname__}, a classmethod (its first parameter is cls), is not "
+                        "supported: compile a method (self first) or a function of the values it reads")
     method = is_method(f)  # defined in a class body with `self` first: bound when read from an instance
     names, core = traced_params(f, shapes, skip=int(method))  # check shapes against the signature now
     name = getattr(f, "__name__", "f")

@@ -128,7 +128,7 @@ class Plan:
             # time, so that a broadcast input stays small; a batch of one chunk is copied whole
             per_point = sum(x.itemsize * prod(core) for x, ok, (_, core) in zip(ins, ready, self.args) if not ok)
             if n * per_point <= CHUNK_BYTES:
-                self._run(n, [x if ok else np.ascontiguousarray(x) for x, ok in zip(ins, ready)], work)
+                self._run(n, [x if ok else np.require(x, requirements="CA") for x, ok in zip(ins, ready)], work)
             else:
                 for idx in _chunks(batch, max(1, CHUNK_BYTES // per_point)):
                     outs = [w[idx] for w in work]
@@ -292,8 +292,10 @@ class BatchLast:
         moved = list(args)
         for k, ((_, core), x) in enumerate(zip(f.args, args)):
             c = len(core)
-            if c and isinstance(x, np.ndarray) and x.ndim > c:
-                moved[k] = np.moveaxis(x, range(c), range(x.ndim - c, x.ndim))
+            if c:
+                x = np.asarray(x)
+                if x.ndim > c:
+                    moved[k] = np.moveaxis(x, range(c), range(x.ndim - c, x.ndim))
         res = f(*moved)
         if self._results is None:
             self._results = [len(s) for s in f.plan.shapes]

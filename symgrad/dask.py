@@ -55,9 +55,12 @@ def apply(F, *arrays, **kwargs):
     """``F(*arrays)`` on dask arrays: ``dask.array.apply_gufunc`` with F's core shapes and
     dtype. Each array's trailing dimensions are its argument's core shape (in one chunk);
     leading (batch) dimensions broadcast and may be chunked. The results have F's structure
-    (a tuple for several). ``kwargs`` go to apply_gufunc (e.g. ``meta``)."""
+    (a tuple for several). ``kwargs`` go to apply_gufunc (e.g. ``allow_rechunk=True``, to let
+    dask rechunk core dimensions into one chunk)."""
     sig, out_sizes, n = signature(F)
     for (name, shape), a in zip(F.args, arrays):
+        if kwargs.get("allow_rechunk"):
+            break
         if hasattr(a, "chunks") and shape and any(len(c) > 1 for c in a.chunks[a.ndim - len(shape):]):
             raise ValueError(f"argument {name!r} of {F.py_name} is chunked along its core dimensions "
                              f"{shape}: rechunk it so that they are one chunk, e.g. x.rechunk({{-1: -1}})")

@@ -10,6 +10,8 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+import pickle
+import weakref
 import re
 
 import numpy as np
@@ -45,6 +47,7 @@ class Function:
         if str(dt) not in ("float64", "float32"):
             raise ValueError(f"dtype must be 'float64' or 'float32', got {dtype!r}")
         self.py_name, self.name, self.dtype = name, c_identifier(name), dt
+        self._what = f"{name} ({'_'.join(k for k, _ in steps) or 'value'})"  # for messages
         self.args = args  # ((name, core shape), ...), known before tracing
         self.options = options or _options.DEFAULT
         self._source, self._steps, self._structure = source, tuple(steps), structure
@@ -362,7 +365,14 @@ class Function:
 
     # -- calling ------------------------------------------------------------------------
     def __call__(self, *args, out=None, **kwargs):
+        if out is not None and self._source.takes_out:  # f's own parameter `out`, not result arrays
+            kwargs["out"], out = out, None
         if kwargs or len(args) != len(self.args) or self._source.method:
+            if self._source.method:
+                if self._steps or not args:
+                    raise TypeError(f"{self._what} is a method: call it on an instance, obj.{self.py_name}"
+                                    f"{'.' + self.kind if self._steps else ''}(...)")
+                return self.__get__(args[0])(*args[1:], out=out, **kwargs)  # Class.f(obj, x)
             function, args = self._bind_call(args, kwargs)
             if function is not self:
                 return function(*args, out=out)
@@ -372,19 +382,14 @@ class Function:
                 plan = self._library()
             except ScalarUsedAsArray as e:
                 raise e.for_call([n for n, _ in self.args], args) from None
-        return plan(args, out, f"{self.py_name} ({self.kind})")
+        return plan(args, out, self._what)
 
     def _bind_call(self, args, kwargs):
         """(the Function that evaluates this call, its positional arguments) for a call by
         keyword, an unbound method called with its instance first, or one that passes defaulted
         parameters: those make a variant traced with them (signature.bind says how)."""
         from .signature import bind
-        src, what = self._source, f"{self.py_name} ({self.kind})"
-        if src.method:
-            if self._steps or not args:
-                raise TypeError(f"{what} is a method: call it on an instance, obj.{self.py_name}"
-                                f"{'.' + self.kind if self._steps else ''}(...)")
-            return self.__get__(args[0]), args[1:]
+        src, what = self._source, self._what
         # a program without its Python function (from_sympy, a pickle), an hvp (its tangents
         # follow the arguments) or a variant: its own arguments only, by position or name
         plain = src.fn is None or src.spec or any(k == "hvp" for k, _ in self._steps)
@@ -406,9 +411,18 @@ class Function:
         instance as ``self`` at its first call (one per instance, like a bound method)."""
         if obj is None or not self._source.method:
             return self
-        return self._bound.get(obj, lambda: Function(self.py_name, self._source.bind(obj), self.dtype,
-                                                     args=self.args, options=self.options, steps=self._steps,
-                                                     structure=self._structure))
+        if not _weakly_referable(obj):
+            raise TypeError(f"{type(obj).__name__} objects cannot be weakly referenced (__slots__ without "
+                            f"'__weakref__'): symgrad keeps {self.py_name}'s Function of each instance by weak "
+                            "reference. Add '__weakref__' to __slots__, or compile a function of the values")
+        ref = weakref.ref(obj)
+
+        def make():
+            f = Function(self.py_name, None, self.dtype, args=self.args, options=self.options,
+                         steps=self._steps, structure=self._structure)
+            f._source = self._source.bind(obj, lambda: self._bound.keep(ref, f))
+            return f
+        return self._bound.get(obj, make)
 
     def __reduce__(self):
         """Pickled by value: the traced program (never the Python function), shapes, structure,
@@ -421,11 +435,20 @@ class Function:
         if self._kernel is not None:
             state["kernel"] = (self._kernel_bits, self._kernel)
         from . import build
-        return _unpickle, (PICKLE_FORMAT, build.VERSION, build.source_digest(), state)
+        return _unpickle, (PICKLE_FORMAT, build.VERSION, build.source_digest(),
+                           pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL))
 
     def __repr__(self):
         args = ", ".join(f"{name}{list(shape)}" for name, shape in self.args)
         return f"<symgrad.Function {self.py_name} {self.kind}({args}) {self.dtype}>"
+
+
+def _weakly_referable(obj):
+    try:
+        weakref.ref(obj)
+        return True
+    except TypeError:
+        return False
 
 
 PICKLE_FORMAT = 1
@@ -433,10 +456,9 @@ _KINDS = ("value", "grad", "value_and_grad", "jacobian", "hessian", "hvp")
 
 
 def _unpickle(fmt, version, digest, state):
-    """A pickled Function, in this process: checked against this symgrad (an older or newer
-    one may trace, differentiate or lay out results otherwise), then called as it was."""
-    import pickle
-
+    """A pickled Function, in this process: its header checked against this symgrad (an older
+    or newer one may trace, differentiate or lay out results otherwise) before its state (bytes)
+    is rebuilt, then called as it was."""
     from . import build
     if fmt != PICKLE_FORMAT or version != build.VERSION:
         raise pickle.UnpicklingError(
@@ -447,6 +469,7 @@ def _unpickle(fmt, version, digest, state):
         raise pickle.UnpicklingError(
             f"this pickle holds a Function of another build of symgrad {version} (its source differs from "
             "this installation's): install the same symgrad everywhere the Function travels")
+    state = pickle.loads(state)
     f = Function(state["name"], Source(program=state["program"]), state["dtype"], args=state["args"],
                  options=state["options"], steps=state["steps"], structure=state["structure"])
     bits, kernel = state.get("kernel", (None, None))

@@ -33,16 +33,21 @@ def _signature(fn):
         raise TypeError(f"symgrad needs a Python function, got {fn!r}") from None
 
 
-def is_method(fn):
-    """Whether ``fn`` is defined in a class body and takes ``self`` first: ``compile`` then
-    makes a Function that binds ``self`` when read from an instance."""
+def in_class_body(fn, first):
+    """Whether ``fn`` is defined in a class body and its first parameter is named ``first``."""
     if not inspect.isfunction(fn):
         return False
     parts = fn.__qualname__.split(".")
     if len(parts) < 2 or parts[-2] == "<locals>":
         return False
     ps = [p for p in _signature(fn).parameters.values() if p.kind in _POSITIONAL]
-    return bool(ps) and ps[0].name == "self"
+    return bool(ps) and ps[0].name == first
+
+
+def is_method(fn):
+    """Whether ``fn`` is defined in a class body and takes ``self`` first: ``compile`` then
+    makes a Function that binds ``self`` when read from an instance."""
+    return in_class_body(fn, "self")
 
 
 def traced_params(fn, shapes, skip=0):
@@ -71,7 +76,13 @@ def traced_params(fn, shapes, skip=0):
         if n < len(required):
             raise ValueError(f"shapes gives {n} argument shapes but {name} has {len(required)} required "
                              f"arguments ({', '.join(p.name for p in required)}): one shape per argument")
-    names = [params[i].name if i < len(params) else f"arg{i}" for i in range(n)]
+    taken = {p.name for p in ps}
+    names = []
+    for i in range(n):  # arguments of *args: argI, kept clear of the real parameters' names
+        name = params[i].name if i < len(params) else f"arg{i}"
+        while i >= len(params) and name in taken:
+            name += "_"
+        names.append(name)
     return names, parse_shapes(shapes, n)
 
 
@@ -99,6 +110,7 @@ def bind(fn, skip, names, args, kwargs, what):
     default is a float is traced (a scalar argument of the kernel, so new values reuse it);
     any other default (an int count, a string, None, a flag) is a constant of the trace."""
     n = len(names)
+    keywords = set(names)  # traced arguments that can be passed by keyword
     if fn is None:  # a program without a Python function: only its own arguments, by name
         params, by_name = [], {}
     else:
@@ -106,6 +118,7 @@ def bind(fn, skip, names, args, kwargs, what):
         params = [p for p in ps if p.kind in _POSITIONAL][skip:]
         by_name = {p.name: p for p in ps[skip:] if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
         var_kw = any(p.kind == p.VAR_KEYWORD for p in ps)
+        keywords = {p.name for p in params[:n] if p.kind != p.POSITIONAL_ONLY}
     values, given = [None] * n, [False] * n
     for i, v in enumerate(args[:n]):
         values[i], given[i] = v, True
@@ -119,7 +132,7 @@ def bind(fn, skip, names, args, kwargs, what):
             raise TypeError(f"{described}, got {len(args)} positional arguments")
         extras[params[i].name] = v
     for key, v in kwargs.items():
-        if key in names:
+        if key in keywords:
             i = names.index(key)
             if given[i]:
                 raise TypeError(f"{what} got multiple values for argument {key!r}")

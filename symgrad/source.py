@@ -52,9 +52,10 @@ class Source:
                  consts=None):
         self.fn, self.shapes, self._program, self._symbolic = fn, shapes, program, None
         self.method, self.spec, self.consts = method, spec, consts or {}
+        self.takes_out = fn is not None and _has_parameter(fn, "out")  # then `out=` is f's, not results
         self.instance = None if instance is None else _Instance(instance)
         self._lock = forksafe.RLock()
-        self._bound, self._variants = PerObject(), {}
+        self._variants = {}
 
     @property
     def prefix(self):
@@ -84,9 +85,11 @@ class Source:
                     self._symbolic = to_sympy(prog)
             return self._symbolic
 
-    def bind(self, obj):
-        """The Source of this method bound to ``obj`` (one per live instance)."""
-        return self._bound.get(obj, lambda: Source(self.fn, self.shapes, instance=obj))
+    def bind(self, obj, on_traced=None):
+        """This method's Source bound to ``obj``; ``on_traced()`` runs once its trace is made."""
+        src = Source(self.fn, self.shapes, instance=obj)
+        src.instance.on_traced = on_traced
+        return src
 
     def variant(self, spec, consts):
         """This Source traced with the defaulted parameters of ``spec`` (signature.bind)."""
@@ -98,17 +101,21 @@ class Source:
             return v
 
 
+def _has_parameter(fn, name):
+    import inspect
+    try:
+        return name in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 class _Instance:
     """A bound method's instance: held strongly until the trace has read it (a temporary,
     ``Model().f(x)``, must live until then), weakly afterwards (a Function cached per
     instance must not keep it alive)."""
 
     def __init__(self, obj):
-        self.strong = obj
-        try:
-            self.weak = weakref.ref(obj)
-        except TypeError:  # not weakly referable: kept (and its bound Functions are not cached)
-            self.weak = None
+        self.strong, self.weak, self.on_traced = obj, weakref.ref(obj), None
 
     def get(self):
         obj = self.strong if self.strong is not None else self.weak()
@@ -117,13 +124,17 @@ class _Instance:
         return obj
 
     def traced(self):
-        if self.weak is not None:
-            self.strong = None
+        self.strong = None
+        done, self.on_traced = self.on_traced, None
+        if done is not None:
+            done()
 
 
 class PerObject:
     """Values made once per live object, keyed by identity (objects need not be hashable) and
-    dropped when the object dies; objects that cannot be weakly referenced get a new value."""
+    dropped when the object dies. A value is held weakly until ``keep`` (a bound method's
+    Function holds its instance until traced: held strongly here before that, an instance
+    whose Function is only read, or fails to trace, could never be freed)."""
 
     def __init__(self):
         self._items, self._lock = {}, forksafe.RLock()
@@ -133,11 +144,18 @@ class PerObject:
         with self._lock:
             hit = self._items.get(k)
             if hit is not None and hit[0]() is obj:
-                return hit[1]
+                value = hit[1]() if hit[2] else hit[1]
+                if value is not None:
+                    return value
             value = make()
-            try:
-                ref = weakref.ref(obj, lambda _, k=k, items=self._items: items.pop(k, None))
-            except TypeError:
-                return value
-            self._items[k] = (ref, value)
+            ref = weakref.ref(obj, lambda _, k=k, items=self._items: items.pop(k, None))
+            self._items[k] = (ref, weakref.ref(value), True)
             return value
+
+    def keep(self, ref, value):
+        """Hold ``value`` strongly from now on, as long as the object of weakref ``ref`` lives."""
+        with self._lock:
+            obj = ref()
+            hit = self._items.get(id(obj))
+            if obj is not None and hit is not None and hit[0]() is obj:
+                self._items[id(obj)] = (hit[0], value, False)

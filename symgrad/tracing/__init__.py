@@ -47,7 +47,7 @@ def trace(fn, shapes=None, prefix=(), spec=(), consts=None):
         raise TraceError(f"tracing {getattr(fn, '__qualname__', fn)!r} exceeded Python's recursion limit: a "
                          "recursion whose end is decided by an `if` on a traced value runs both branches, "
                          "so it never ends. Recurse a fixed number of times (or loop over a range)") from None
-    except TypeError as e:
+    except (TypeError, AttributeError) as e:
         hint = _array_hint(e, args)
         if hint is None:
             raise
@@ -83,13 +83,19 @@ def _output(b, result, fn):
 
 _AS_ARRAY = ("'Value' object has no len()", "object of type 'Value' has no len()",
              "'Value' object is not subscriptable", "'Value' object is not iterable",
-             "argument of type 'Value' is not iterable", "len() of unsized object")
+             "argument of type 'Value' is not iterable", "len() of unsized object",
+             "for @: 'Value' and 'Value'")
+_ARRAY_ATTRIBUTES = {a for a in dir(np.ndarray) if not a.startswith("_")}
 
 
 def _array_hint(error, args):
     """A ScalarUsedAsArray for Python's TypeError on a traced scalar used as a sequence."""
     text = str(error)
-    if not any(t in text for t in _AS_ARRAY):
+    attr = getattr(error, "name", None) if isinstance(error, AttributeError) else None
+    if isinstance(error, AttributeError):
+        if not (type(getattr(error, "obj", None)) is Value and attr in _ARRAY_ATTRIBUTES):
+            return None
+    elif not any(t in text for t in _AS_ARRAY):
         return None
     tb, site = error.__traceback__, "an unknown place"
     while tb is not None:

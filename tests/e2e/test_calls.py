@@ -185,3 +185,74 @@ def test_build_compiles_now_and_reports_long_stages(caplog, monkeypatch):
     assert caplog.text == ""  # built: the calls compile nothing
     with pytest.raises(ValueError, match="unknown kind 'hess'"):
         F.build(kinds=("hess",))
+
+
+def test_unbound_method_call_passes_keywords_and_refuses_unknown_ones():
+    s = Spring(3.0, 1.0)
+    p = np.array([1.5, -2.0])
+    assert Spring.pair(s, p, scale=2.0) == s.pair(p, scale=2.0) == pytest.approx(2 * 3 * 1.5 * 4.0)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'bogus'"):
+        Spring.pair(s, p, bogus=1.0)
+
+
+def test_instances_whose_function_was_only_read_or_failed_are_freed():
+    class Broken:
+        @symgrad.compile
+        def f(self, x):
+            return self.missing * x
+
+    objs = [Spring(1.0, 0.0) for _ in range(3)]
+    for o in objs:
+        o.energy  # read, never called
+    broken = Broken()
+    with pytest.raises(AttributeError):
+        broken.f(1.0)
+    refs = [weakref.ref(o) for o in objs + [broken]]
+    del objs, o, broken
+    gc.collect()
+    assert [r() for r in refs] == [None] * 4
+
+
+def test_slots_without_weakref_and_classmethods_are_refused_clearly():
+    class Slotted:
+        __slots__ = ("k",)
+
+        def __init__(self):
+            self.k = 2.0
+
+        @symgrad.compile
+        def f(self, x):
+            return self.k * x
+
+    with pytest.raises(TypeError, match="__weakref__"):
+        Slotted().f(1.0)
+    with pytest.raises(TypeError, match="classmethod"):
+        class C:
+            @classmethod
+            @symgrad.compile
+            def f(cls, x):
+                return x
+
+
+def test_a_parameter_named_out_is_the_functions_own():
+    def f(x, out=1.0):
+        return x + out
+
+    F = symgrad.compile(f)
+    x = np.array([1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(F(x, out=np.array([10.0, 20.0, 30.0])), [11.0, 22.0, 33.0])
+    assert F(2.0) == 3.0 and F(2.0, out=5.0) == 7.0
+
+
+def test_batch_last_moves_any_array_like():
+    F = symgrad.compile(lambda x: np.array([x[0] * x[1], x[1] + x[2], x[2] ** 2]), shapes=[(3,)])
+    cols = [[0.0, 1.0, 2.0], [2.0, 3.0, 4.0], [5.0, 6.0, 7.0]]  # three points, as columns
+    want = np.stack([F(np.array(cols)[:, j]) for j in range(3)], axis=1)
+    np.testing.assert_array_equal(F.batch_last(np.array(cols)), want)
+    np.testing.assert_array_equal(F.batch_last(cols), want)
+
+
+def test_forgotten_shapes_hint_for_array_methods_and_matmul():
+    for f in (lambda x: x.sum(), lambda x: x @ x):
+        with pytest.raises(ScalarUsedAsArray, match=r"argument 'x' is used as an array; pass shapes=\[\(4,\)\]"):
+            symgrad.compile(f)(np.ones(4))

@@ -177,6 +177,9 @@ def test_a_pickle_of_another_version_or_build_is_refused_clearly():
     old = pickle.dumps(_Altered(F, lambda f, v, d, s: (f, "0.0.9", d, s)))
     with pytest.raises(pickle.UnpicklingError, match=r"symgrad 0\.0\.9 .*this is symgrad 0\.1\.0"):
         pickle.loads(old)
+    unreadable = pickle.dumps(_Altered(F, lambda f, v, d, s: (f, "0.0.9", d, b"state of another layout")))
+    with pytest.raises(pickle.UnpicklingError, match=r"symgrad 0\.0\.9"):  # the header is read first
+        pickle.loads(unreadable)
     fmt = pickle.dumps(_Altered(F, lambda f, v, d, s: (f + 1, v, d, s)))
     with pytest.raises(pickle.UnpicklingError, match="pickle format"):
         pickle.loads(fmt)
