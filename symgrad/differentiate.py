@@ -37,6 +37,9 @@ class _Emitter:
     def __call__(self, e):
         if e.is_Atom:
             return e
+        e = self.guard(e)
+        if e.is_Atom:
+            return e
         t = self.memo.get(e)
         if t is None:
             t = sp.Symbol(f"d.{len(self.body)}", real=True)  # never a Python name
@@ -44,6 +47,51 @@ class _Emitter:
             self.memo[e] = t
             self.defs[t] = e
         return t
+
+    def _zero_select(self, e):
+        """The select ``e`` is (literally or as a temporary) if one of its branches is 0."""
+        p = self.defs.get(e, e) if e.is_Symbol else e
+        if isinstance(p, sp.Piecewise) and any(v == 0 for v, _ in p.args):
+            return p
+        return None
+
+    def guard(self, e):
+        """``e`` with every product by a select with a branch 0 moved inside it (and sums of such
+        selects with the same conditions merged first), so that a branch not taken
+        stays 0 even where the other factors are NaN or inf there: d/dy of
+        where(c, sqrt(y**2.5), 0.3*y) at y < 0 is 0.3 however many times it is differentiated."""
+        if e.is_Atom or not (e.is_Add or e.is_Mul or isinstance(e, sp.Piecewise)):
+            return e
+        if isinstance(e, sp.Piecewise):
+            return sp.Piecewise(*[(self.guard(v), c) for v, c in e.args], evaluate=False)
+        args = [self.guard(a) for a in e.args]
+        if e.is_Add:
+            groups, rest = {}, []
+            for a in args:
+                p = self._zero_select(a)
+                if p is None:
+                    rest.append(a)
+                else:
+                    groups.setdefault(tuple(c for _, c in p.args), []).append((a, p))
+            for conds, ps in groups.items():
+                if len(ps) == 1:
+                    rest.append(ps[0][0])
+                    continue
+                # in branch k each term is its value there: a temporary is itself where not 0
+                value = lambda a, p, k: (0 if p.args[k].expr == 0 else a) if a.is_Symbol else p.args[k].expr  # noqa: E731
+                rest.append(sp.Piecewise(*[(sp.Add(*[value(a, p, k) for a, p in ps]), c)
+                                           for k, c in enumerate(conds)], evaluate=False))
+            return sp.Add(*rest)
+        for k, a in enumerate(args):
+            p = self._zero_select(a)
+            if p is not None and any(not b.is_Number for j, b in enumerate(args) if j != k):
+                others = sp.Mul(*args[:k], *args[k + 1:])
+                if a.is_Symbol:  # a temporary holding the select: multiplied as it is, inside
+                    branches = [(v if v == 0 else others * a, c) for v, c in p.args]
+                else:
+                    branches = [(v if v == 0 else self.guard(others * v), c) for v, c in p.args]
+                return sp.Piecewise(*branches, evaluate=False)
+        return sp.Mul(*args)
 
     def times(self, a, p):
         """a * p; where either is a select with a zero branch (an adjoint through np.where),

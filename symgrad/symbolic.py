@@ -268,7 +268,7 @@ OPS = {
     "trunc": R.Trunc, "copysign": R.copysign, "cbrt": R.Cbrt, "round": R.Round, "mod": R.Mod,
     "fmod": R.Fmod, "remainder": R.Remainder, "floordiv": R.FloorDiv,
     "sin": sp.sin, "cos": sp.cos, "tan": sp.tan, "asin": R.Asin, "acos": R.Acos, "atan": sp.atan,
-    "sinh": sp.sinh, "cosh": sp.cosh, "tanh": sp.tanh, "asinh": sp.asinh, "acosh": R.Acosh,
+    "sinh": sp.sinh, "cosh": sp.cosh, "tanh": R.Tanh, "asinh": sp.asinh, "acosh": R.Acosh,
     "atanh": R.Atanh, "exp": sp.exp, "expm1": expm1, "exp2": exp2, "log": R.Log, "log1p": R.Log1p,
     "log2": R.Log2, "log10": R.Log10, "sqrt": lambda a: R.RealPow(a, sp.S.Half), "erf": sp.erf,
     "erfc": sp.erfc, "gamma": sp.gamma,

@@ -101,7 +101,7 @@ _FUNCS = {
     sp.loggamma: "lgamma", sp.Abs: "abs", sp.sign: "sign", sp.floor: "floor", sp.ceiling: "ceil",
     sp.atan2: "atan2", cf.expm1: "expm1", cf.log1p: "log1p", cf.exp2: "exp2", cf.log2: "log2",
     cf.log10: "log10", cf.Cbrt: "cbrt", cf.hypot: "hypot", R.Abs: "abs", R.Sign: "sign",
-    R.Floor: "floor", R.Ceiling: "ceil", R.Trunc: "trunc", R.Cbrt: "cbrt", R.copysign: "copysign",
+    R.Tanh: "tanh", R.Floor: "floor", R.Ceiling: "ceil", R.Trunc: "trunc", R.Cbrt: "cbrt", R.copysign: "copysign",
 }
 _RELATIONS = {sp.StrictLessThan: "lt", sp.LessThan: "le", sp.StrictGreaterThan: "gt",
               sp.GreaterThan: "ge", sp.Equality: "eq", sp.Unequality: "ne"}

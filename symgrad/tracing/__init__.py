@@ -66,6 +66,8 @@ def _output(b, result, fn):
     arr = np.asarray(result, dtype=object)
     refs = []
     for r in arr.flat:
+        if isinstance(r, np.ndarray) and r.ndim == 0:  # np.where(...) of constants: a 0-d array
+            r = r[()]
         if isinstance(r, (np.ndarray, list, tuple)):
             raise TraceError(f"{name} returned a ragged structure; return a scalar, "
                              "a tuple of scalars or a rectangular array")

@@ -170,3 +170,57 @@ def test_strided_inputs_of_every_batch_shape_take_the_chunked_path():
         w = rng.uniform(-1, 1, batch[-1:])  # broadcast along the rest
         want = v[..., 0] * w - v[..., 1]
         np.testing.assert_array_equal(F(v, w), want)
+
+
+def test_branch_not_taken_stays_zero_in_higher_reverse_derivatives(strategy):
+    """Fuzz find (examples/fuzz.py, batch 24): the third derivative through a select whose
+    other branch is NaN at the point (sqrt(z**2.5) at z < 0) was NaN in reverse mode: a
+    product of a NaN factor and a sum of selects whose taken branch is 0."""
+    def f(z0, z1, z2):
+        return symgrad.where(-np.ceil(-0.3) > np.abs(min([z1, -1.5])), math.sqrt(z2 ** 2.5), -(z2 * -0.3))
+
+    F = symgrad.compile(f)
+    z = (0.3, 0.7, -0.8)
+    assert F(*z) == pytest.approx(0.3 * -0.8, rel=1e-15)
+    assert F.grad(*z) == (0.0, 0.0, pytest.approx(0.3, rel=1e-15))
+    h = F.hessian(*z)
+    d3 = F.hessian.jacobian(*z)
+    assert all(v == 0.0 for row in h for v in row)
+    assert all(float(v) == 0.0 for a in d3 for b in a for v in b)
+    assert F.derivative(3, 2)(*z) == 0.0
+
+
+def test_results_holding_zero_dimensional_arrays():
+    """Fuzz find: a tuple holding np.where(...) of constants (a 0-d array) was refused as ragged."""
+    def f(x, y):
+        return (np.where(0.5 > 0.5, x, 0.25), x * y)
+
+    F = symgrad.compile(f)
+    np.testing.assert_array_equal(F(2.0, 3.0), [0.25, 6.0])
+    np.testing.assert_array_equal(F.jacobian(2.0, 3.0), ([0.0, 3.0], [0.0, 2.0]))
+
+
+def test_tanh_derivatives_keep_their_digits_where_tanh_is_near_one(strategy):
+    """Fuzz find: d tanh(u) was 1 - tanh(u)**2, which cancels (5e-8 relative error at u = 8.4)."""
+    import mpmath
+    F = symgrad.compile(lambda u: np.tanh(u * u))
+    for u in (0.5, 2.9, 4.1, -5.0):
+        want = 2 * u / mpmath.cosh(u * u) ** 2
+        assert F.grad(u) == pytest.approx(float(want), rel=1e-14)
+        want2 = 2 / mpmath.cosh(u * u) ** 2 - 8 * u * u * mpmath.tanh(u * u) / mpmath.cosh(u * u) ** 2
+        assert F.hessian(u) == pytest.approx(float(want2), rel=1e-13)
+
+
+def test_untaken_branch_with_nan_in_third_derivatives_through_atan2(strategy):
+    """Fuzz find (batch 41): a select whose zero branch comes first, under atan2; the third
+    derivative by the argument of the branch not taken (pow of a negative base) was NaN."""
+    def f(z0, z1, z2):
+        return np.arctan2(np.where(math.fabs(z1) > 1 ** z2, math.log1p(z2), math.pow(z0, z2)), math.fabs(-2))
+
+    z = (-0.5595630030294418, -1.0126182323270676, -0.02328700516982707)
+    d3 = symgrad.compile(f).hessian.jacobian(*z)
+    assert float(d3[0][0][0]) == 0.0
+    import mpmath
+    mpmath.mp.dps = 40
+    ref = mpmath.diff(lambda t: mpmath.atan2(mpmath.log1p(t), 2), mpmath.mpf(z[2]), 3)
+    assert float(d3[2][2][2]) == pytest.approx(float(ref), rel=1e-13)
