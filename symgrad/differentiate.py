@@ -33,6 +33,7 @@ class _Emitter:
         self.body = list(body)
         self.memo = {e: t for t, e in self.body}
         self.defs = dict(self.body)
+        self.zero_selects = {t for t, e in self.body if self._zero_select(e) is not None}
 
     def __call__(self, e):
         if e.is_Atom:
@@ -46,6 +47,8 @@ class _Emitter:
             self.body.append((t, e))
             self.memo[e] = t
             self.defs[t] = e
+            if isinstance(e, sp.Piecewise) and self._zero_select(e) is not None:
+                self.zero_selects.add(t)
         return t
 
     def _zero_select(self, e):
@@ -62,6 +65,8 @@ class _Emitter:
         where(c, sqrt(y**2.5), 0.3*y) at y < 0 is 0.3 however many times it is differentiated."""
         if e.is_Atom or not (e.is_Add or e.is_Mul or isinstance(e, sp.Piecewise)):
             return e
+        if not e.has(sp.Piecewise) and not (e.free_symbols & self.zero_selects):
+            return e  # no select in it: nothing to move (most expressions)
         if isinstance(e, sp.Piecewise):
             return sp.Piecewise(*[(self.guard(v), c) for v, c in e.args], evaluate=False)
         args = [self.guard(a) for a in e.args]
