@@ -13,7 +13,9 @@ truncated Taylor evaluation in mpmath at 50 digits. The tolerance is a first-ord
 forward error bound of that evaluation: every operation rounds with relative error u
 (4u for elementary functions), propagated through the Taylor coefficients, so a sum of
 large terms that cancel gets a large bound and an exact product a small one. The scalar
-call and the batch call must agree bit for bit."""
+call and the batch call must agree bit for bit. A float32 inf/NaN where the derivative's
+products of intermediates leave float32's range (README: Batches) counts as an overflow,
+not a mismatch; a finite float32 result is held to the bound."""
 from __future__ import annotations
 
 import importlib.util
@@ -212,11 +214,13 @@ class Ref:
         self.point, self.dir, self.u, self.limit = point, direction, u, limit
         self.fu = 4 * u  # elementary functions: within 4 ulp (libm, libmvec)
         self.memo = {}
+        self.peak = mpmath.mpf(0)  # largest intermediate Taylor coefficient
 
     def check(self, r):
         for x in r.c:
             if not isinstance(x, mpmath.mpf) or not mpmath.isfinite(x) or abs(x) > self.limit:
                 raise Invalid()
+            self.peak = max(self.peak, abs(x))
         return r
 
     def const(self, v):
@@ -403,11 +407,13 @@ class Ref:
 
 
 def reference(tree, point, u, limit):
-    """value, gradient, Hessian and d3/dx_i3 of ``tree`` at ``point``, with error bounds."""
+    """value, gradient, Hessian and d3/dx_i3 of ``tree`` at ``point``, with error bounds, and
+    the largest intermediate Taylor coefficient met."""
     n = len(point)
     with mpmath.workdps(DPS):
         pt = [mpmath.mpf(float(p)) for p in point]
-        axes = [Ref(pt, [mpmath.mpf(int(i == j)) for j in range(n)], u, limit).ev(tree) for i in range(n)]
+        refs = [Ref(pt, [mpmath.mpf(int(i == j)) for j in range(n)], u, limit) for i in range(n)]
+        axes = [r.ev(tree) for r in refs]
         val = (axes[0].c[0], axes[0].e[0])
         grad = [(a.c[1], a.e[1]) for a in axes]
         hess = [[None] * n for _ in range(n)]
@@ -419,7 +425,7 @@ def reference(tree, point, u, limit):
                 err = d.e[2] + axes[i].e[2] + axes[j].e[2]
                 hess[i][j] = hess[j][i] = (h, err)
         d3 = [(6 * a.c[3], 6 * a.e[3]) for a in axes]
-    return val, grad, hess, d3
+    return val, grad, hess, d3, float(max(r.peak for r in refs))
 
 
 # -- running a batch --------------------------------------------------------------------------
@@ -431,9 +437,11 @@ class Report:
     invalid: int = 0          # plain Python fails on them (math.asin(3.0)): not generated
     mismatches: list = field(default_factory=list)
     crashes: list = field(default_factory=list)
+    overflows: int = 0        # float32 inf/NaN where the derivative's products of intermediates overflow
 
     def add(self, other):
         self.functions += other.functions
+        self.overflows += other.overflows
         self.skipped += other.skipped
         self.invalid += other.invalid
         for k in self.compared:
@@ -445,8 +453,8 @@ class Report:
         c = self.compared
         return (f"{self.functions} functions: compared {c['value']} values, {c['grad']} gradient entries, "
                 f"{c['hessian']} Hessian entries, {c['d3']} third derivatives; {self.skipped} without a point "
-                f"in their domain, {self.invalid} failing in plain Python; {len(self.mismatches)} mismatches, "
-                f"{len(self.crashes)} crashes")
+                f"in their domain, {self.invalid} failing in plain Python; {self.overflows} float32 overflows; "
+                f"{len(self.mismatches)} mismatches, {len(self.crashes)} crashes")
 
 
 _counter = [0]
@@ -545,8 +553,11 @@ def _entry(results, kind, k, p, idx, style):
     return float(r[(p, k) + tuple(idx)])
 
 
+ORDERS = {"value": 0, "grad": 1, "hessian": 2, "d3": 3, "d3x": 3}
+
+
 def _compare(report, results, ref, k, p, style, dtype, tree, text, point):
-    val, grad, hess, d3 = ref
+    val, grad, hess, d3, peak = ref
     checks = [("value", (), val)] + [("grad", (i,), g) for i, g in enumerate(grad)]
     checks += [("hessian", (i, j), hess[i][j]) for i in range(3) for j in range(3)]
     checks += [("d3", (i, i, i), d) for i, d in enumerate(d3)]
@@ -557,6 +568,12 @@ def _compare(report, results, ref, k, p, style, dtype, tree, text, point):
         got = _entry(results, kind, k, p, idx, style)
         report.compared["d3" if kind == "d3x" else kind] += 1
         bound = SAFETY * float(err) + tiny
+        if (dtype == "float32" and not math.isfinite(got)
+                and math.log10(peak + 1) * (ORDERS[kind] + 1) > math.log10(np.finfo(np.float32).max)):
+            # IEEE float32: a derivative of order k multiplies up to k + 1 intermediates, so
+            # one above (3.4e38)^(1/(k+1)) may overflow to inf/NaN (loud, not wrong)
+            report.overflows += 1
+            continue
         if not (math.isfinite(got) and abs(got - float(want)) <= bound):
             report.mismatches.append(dict(kind=kind, index=idx, got=got, want=float(want), bound=bound,
                                           dtype=dtype, point=[float(x) for x in point], function=k,

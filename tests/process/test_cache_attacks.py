@@ -272,6 +272,33 @@ def test_fork_while_another_thread_builds(tmp_path):
     assert sorted(r.lines) == ["child [-1.0, 3.0, 9.0] 8.0", "status 0", "thread 9.0"]
 
 
+FORK_WHILE_IMPORTING = """
+    import os, sys, threading, time
+    import symgrad
+    with open("slowmod.py", "w") as f:
+        f.write("import time\\ntime.sleep(2.0)\\nVALUE = 42\\n")
+    sys.path.insert(0, os.getcwd())
+    t = threading.Thread(target=lambda: __import__("slowmod"))
+    t.start()
+    time.sleep(0.5)                      # the thread is inside slowmod's import now
+    pid = os.fork()
+    if pid == 0:
+        import slowmod
+        print("child", slowmod.VALUE, flush=True)
+        os._exit(0)
+    t.join()
+    print("status", os.waitpid(pid, 0)[1])
+"""
+
+
+def test_fork_waits_for_an_import_in_another_thread(tmp_path):
+    """A build imports sympy and the renderer lazily, so a fork can land in the middle of an
+    import (it did under load in the test above): the child would find the module half made
+    and its import lock held by a thread it does not have, and hang."""
+    r = run_python(FORK_WHILE_IMPORTING, tmp_path, timeout=60)
+    assert sorted(r.lines) == ["child 42", "status 0"]
+
+
 LARGE_CORE = """
     import resource, numpy as np, symgrad
     F = symgrad.compile(lambda a: np.sum(a * a), shapes=[(64, 64)])
