@@ -102,4 +102,16 @@ SYMGRAD_FN float symgrad_floordivf(float x, float y) {
     return copysignf(0.0f, x / y);
 }
 
+/* 1/cosh(x)^2, the derivative of tanh: 0 where cosh(x)^2 overflows (not inf/inf). */
+SYMGRAD_FN double symgrad_sech2(double x) {
+    double c = cosh(x);
+    return 1.0 / (c * c);
+}
+
+/* The same in float. */
+SYMGRAD_FN float symgrad_sech2f(float x) {
+    float c = coshf(x);
+    return 1.0f / (c * c);
+}
+
 #endif

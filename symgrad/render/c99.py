@@ -123,7 +123,8 @@ class Emitter:
         return Unit(self.sched.name, "\n".join(self.doc() + self.prototypes()), body, self.helpers(body))
 
 
-_HELPERS = ("symgrad_polygamma", "symgrad_mod", "symgrad_modf", "symgrad_floordiv", "symgrad_floordivf")
+_HELPERS = ("symgrad_polygamma", "symgrad_mod", "symgrad_modf", "symgrad_floordiv", "symgrad_floordivf",
+            "symgrad_sech2", "symgrad_sech2f")
 
 
 def render_c99(prog, name, target, options, title) -> Unit:

@@ -158,7 +158,7 @@ class Printer(C99CodePrinter):
 # symgrad's real functions (realfns.py) -> the <math.h> function of that name (with the
 # target's suffix: floorf for float).
 CALLS = {"Floor": "floor", "Ceiling": "ceil", "Trunc": "trunc", "Log": "log", "Asin": "asin", "Acos": "acos",
-         "Acosh": "acosh", "Atanh": "atanh", "Tanh": "tanh", "Log1p": "log1p", "Log2": "log2", "Log10": "log10", "Cbrt": "cbrt",
+         "Acosh": "acosh", "Atanh": "atanh", "Tanh": "tanh", "Sech2": "symgrad_sech2", "Log1p": "log1p", "Log2": "log2", "Log10": "log10", "Cbrt": "cbrt",
          "Abs": "fabs", "copysign": "copysign", "Round": "rint", "Fmod": "fmod", "Remainder": "remainder",
          "Mod": "symgrad_mod", "FloorDiv": "symgrad_floordiv"}
 for _cls, _fn in CALLS.items():

@@ -211,6 +211,20 @@ def test_tanh_derivatives_keep_their_digits_where_tanh_is_near_one(strategy):
         assert F.hessian(u) == pytest.approx(float(want2), rel=1e-13)
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_tanh_higher_derivatives_stay_finite_where_cosh_overflows(strategy, dtype):
+    """Fuzz find (10k run, 2026-12-02): d tanh = 1/cosh**2 differentiated by sympy gives
+    -2 sinh/cosh**3, inf/inf = NaN where cosh overflows (tanh(x**3) at x = 8, 20). The exact
+    derivatives there are 0 to far below the smallest float."""
+    import mpmath
+    F = symgrad.compile(lambda x: math.tanh(x * x * x), dtype=dtype)
+    x = np.array([0.3, 2.0, 8.0, 20.0, -20.0], dtype)
+    rtol = 1e-13 if dtype == "float64" else 2e-6
+    for k in (1, 2, 3):
+        want = [float(mpmath.diff(lambda t: mpmath.tanh(t ** 3), mpmath.mpf(float(v)), k)) for v in x]
+        np.testing.assert_allclose(F.derivative(k)(x), want, rtol=rtol, atol=0, err_msg=f"order {k}")
+
+
 def test_untaken_branch_with_nan_in_third_derivatives_through_atan2(strategy):
     """Fuzz find (batch 41): a select whose zero branch comes first, under atan2; the third
     derivative by the argument of the branch not taken (pow of a negative base) was NaN."""
