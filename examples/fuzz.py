@@ -269,13 +269,19 @@ class Ref:
         return self.check(T(c, e))
 
     def fn(self, f, a):
-        try:
-            F = list(mpmath.diffs(f, a.c[0], ORDER + 1))
-        except (ValueError, ZeroDivisionError, TypeError):
-            raise Invalid() from None
-        if not all(isinstance(x, mpmath.mpf) and mpmath.isfinite(x) for x in F):
-            raise Invalid()
-        noise = mpmath.mpf(10) ** (12 - DPS) * max(abs(x) for x in F)  # numerical differentiation
+        # numerical differentiation; again at three times the precision where a derivative is
+        # near the noise cut off below, which may be one far below the value (tanh'(47) = 4e-41)
+        for dps in (DPS, 3 * DPS):
+            try:
+                with mpmath.workdps(dps):
+                    F = [+x for x in mpmath.diffs(f, a.c[0], ORDER + 1)]
+            except (ValueError, ZeroDivisionError, TypeError):
+                raise Invalid() from None
+            if not all(isinstance(x, mpmath.mpf) and mpmath.isfinite(x) for x in F):
+                raise Invalid()
+            noise = mpmath.mpf(10) ** (12 - dps) * max(abs(x) for x in F)
+            if all(abs(x) > 1e6 * noise for x in F):
+                break
         return self.compose([x if abs(x) > noise else mpmath.mpf(0) for x in F], a)
 
     def away(self, dist, err, scale):
