@@ -1,8 +1,9 @@
 """Locks that a forked child gets back unlocked: a thread of the parent may hold one at the
 fork (building a kernel, tracing), and that thread does not exist in the child. A fork also
-waits for imports other threads are in the middle of (a build imports sympy and the
-renderer lazily): a child forked mid-import finds the module half made and its import lock
-held by a thread it does not have, and hangs at its first use of it."""
+waits (a while) for imports of symgrad's lazily imported packages that other threads are in
+the middle of (a build imports sympy and the renderer): a child forked mid-import finds the
+module half made and its import lock held by a thread it does not have, and hangs at its
+first use of it."""
 from __future__ import annotations
 
 import os
@@ -10,7 +11,9 @@ import threading
 import time
 import weakref
 
-IMPORT_WAIT = 60.0  # s: at most this long, in case an import waits for the forking thread
+IMPORT_WAIT = 20.0  # s: at most this long, in case an import waits for the forking thread
+# the packages a build imports lazily (top-level names); other imports are not waited for
+LAZY_PACKAGES = frozenset({"symgrad", "sympy", "mpmath", "cffi", "pycparser"})
 
 _all = weakref.WeakSet()
 
@@ -36,16 +39,16 @@ def _after_fork_in_child():
 
 
 def _imports_in_flight():
-    """Whether another thread holds one of CPython's per-module import locks."""
+    """Whether another thread holds CPython's import lock of a module of LAZY_PACKAGES."""
     try:
         from importlib import _bootstrap
-        refs = list(_bootstrap._module_locks.values())
+        locks = list(_bootstrap._module_locks.items())
     except (ImportError, AttributeError, RuntimeError):  # another Python: nothing to wait for
         return False
     me = threading.get_ident()
-    for ref in refs:
+    for name, ref in locks:
         owner = getattr(ref(), "owner", None)
-        if owner and owner != me:
+        if owner and owner != me and name.partition(".")[0] in LAZY_PACKAGES:
             return True
     return False
 

@@ -136,6 +136,9 @@ def _node(e, args, b):
         return acc
     if f is sp.Pow:
         return b.node("pow", *args)
+    if f is R.Sech2:  # symgrad's own derivative of tanh, read back: 1/cosh(x)**2
+        c = b.node("cosh", *args)
+        return b.node("pow", c, b.const(-2))
     if f in _FUNCS:
         return b.node(_FUNCS[f], *args)
     if f in _RELATIONS:

@@ -225,6 +225,15 @@ def test_tanh_higher_derivatives_stay_finite_where_cosh_overflows(strategy, dtyp
         np.testing.assert_allclose(F.derivative(k)(x), want, rtol=rtol, atol=0, err_msg=f"order {k}")
 
 
+def test_from_sympy_reads_symgrad_s_own_tanh_derivative():
+    """Review find: the derivative of tanh is symgrad's Sech2, which from_sympy did not read."""
+    F = symgrad.compile(lambda x: math.tanh(x))
+    e = F.grad.symbolic().outputs[0].exprs[0]
+    G = symgrad.from_sympy(e, sorted(e.free_symbols, key=str))
+    assert G(0.7) == pytest.approx(1 / math.cosh(0.7) ** 2, rel=1e-15)
+    assert G.grad(0.7) == pytest.approx(-2 * math.tanh(0.7) / math.cosh(0.7) ** 2, rel=1e-14)
+
+
 def test_untaken_branch_with_nan_in_third_derivatives_through_atan2(strategy):
     """Fuzz find (batch 41): a select whose zero branch comes first, under atan2; the third
     derivative by the argument of the branch not taken (pow of a negative base) was NaN."""

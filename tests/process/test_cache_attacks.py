@@ -275,6 +275,9 @@ def test_fork_while_another_thread_builds(tmp_path):
 FORK_WHILE_IMPORTING = """
     import os, sys, threading, time
     import symgrad
+    # slowmod stands for a package a build imports lazily (sympy, symgrad.render), whose
+    # import a fork cannot be timed to land in
+    symgrad.forksafe.LAZY_PACKAGES |= {"slowmod"}
     with open("slowmod.py", "w") as f:
         f.write("import time\\ntime.sleep(2.0)\\nVALUE = 42\\n")
     sys.path.insert(0, os.getcwd())
@@ -297,6 +300,30 @@ def test_fork_waits_for_an_import_in_another_thread(tmp_path):
     and its import lock held by a thread it does not have, and hang."""
     r = run_python(FORK_WHILE_IMPORTING, tmp_path, timeout=60)
     assert sorted(r.lines) == ["child 42", "status 0"]
+
+
+FORK_WHILE_ANOTHER_PACKAGE_IMPORTS = """
+    import os, sys, threading, time
+    import symgrad
+    with open("othermod.py", "w") as f:
+        f.write("import time\\ntime.sleep(5.0)\\n")
+    sys.path.insert(0, os.getcwd())
+    threading.Thread(target=lambda: __import__("othermod"), daemon=True).start()
+    time.sleep(0.5)
+    t = time.monotonic()
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    print("fork took", round(time.monotonic() - t))
+    os.waitpid(pid, 0)
+"""
+
+
+def test_fork_does_not_wait_for_imports_of_other_packages(tmp_path):
+    """The wait is for symgrad's lazy imports only: a fork is not held up by another
+    library's slow (or hung) import in a background thread."""
+    r = run_python(FORK_WHILE_ANOTHER_PACKAGE_IMPORTS, tmp_path, timeout=60)
+    assert r.lines == ["fork took 0"]
 
 
 LARGE_CORE = """
