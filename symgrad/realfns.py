@@ -289,7 +289,7 @@ class Tanh(RealFunction):
     @classmethod
     def eval(cls, x):
         if x.is_Number:
-            return sp.nan if x is sp.nan else sp.tanh(x)
+            return super().eval(x)
         if x.could_extract_minus_sign():
             return -cls(-x)
         return None
@@ -312,7 +312,7 @@ class Sech2(RealFunction):
     @classmethod
     def eval(cls, x):
         if x.is_Number:
-            return sp.nan if x is sp.nan else cls._number(x)
+            return super().eval(x)
         if x.could_extract_minus_sign():
             return cls(-x)
         return None
