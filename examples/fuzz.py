@@ -13,9 +13,10 @@ truncated Taylor evaluation in mpmath at 50 digits. The tolerance is a first-ord
 forward error bound of that evaluation: every operation rounds with relative error u
 (4u for elementary functions), propagated through the Taylor coefficients, so a sum of
 large terms that cancel gets a large bound and an exact product a small one. The scalar
-call and the batch call must agree bit for bit. A float32 inf/NaN where the derivative's
-products of intermediates leave float32's range (README: Batches) counts as an overflow,
-not a mismatch; a finite float32 result is held to the bound."""
+call and the batch call must agree bit for bit. float32 kernels compute in double (the
+default Options.float32_math); a float32 inf/NaN where the derivative's products of
+intermediates leave float32's range (README: Batches) counts as an overflow, not a
+mismatch; a finite float32 result is held to the bound."""
 from __future__ import annotations
 
 import importlib.util

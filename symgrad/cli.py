@@ -1,7 +1,8 @@
 """The ``symgrad`` command line: generate standalone C/CUDA files, or show a derivative.
 
     symgrad generate MODULE:FUNCTION --out DIR [--name NAME] [--shapes SHAPES] [--value]
-                     [--grad] [--hessian] [--jacobian] [--derivative N] [--dtype T] [--cuda]
+                     [--grad] [--hessian] [--jacobian] [--derivative N] [--dtype T]
+                     [--float32-math double|float] [--cuda]
     symgrad show MODULE:FUNCTION [--grad|--hessian|--jacobian|--derivative N] [--shapes SHAPES]
                  [--latex] [--c] [--cuda]
 
@@ -89,6 +90,9 @@ def _parser():
     g.add_argument("--derivative", type=int, action="append", default=[], metavar="N",
                    help="the N-th derivative by the first (scalar) argument (repeatable)")
     g.add_argument("--dtype", choices=["float64", "float32"], default="float64")
+    g.add_argument("--float32-math", choices=["double", "float"], default="double",
+                   help="arithmetic of float32 kernels: double (the float64 result, rounded once) or "
+                        "float (faster; intermediates past 3.4e38 overflow)")
     g.add_argument("--cuda", action="store_true", help="also NAME.cu (CUDA)")
     s = sub.add_parser("show", help="print a function's derivative, operation counts, source")
     s.add_argument("function", metavar="MODULE:FUNCTION")
@@ -101,6 +105,7 @@ def _parser():
     s.add_argument("--c", action="store_true", help="also the standalone C source")
     s.add_argument("--cuda", action="store_true", help="also the CUDA source")
     s.add_argument("--dtype", choices=["float64", "float32"], default="float64")
+    s.add_argument("--float32-math", choices=["double", "float"], default="double")
     return p
 
 
@@ -152,7 +157,8 @@ def main(argv=None):
     try:
         import symgrad
         fn = _load(a.function)
-        F = symgrad.compile(fn, _shapes(a.shapes), dtype=a.dtype)
+        F = symgrad.compile(fn, _shapes(a.shapes), dtype=a.dtype,
+                            options=symgrad.Options(float32_math=a.float32_math))
         F.program  # trace now: an untraceable function fails here, with its line
         (_generate if a.command == "generate" else _show)(a, F)
     except Usage as e:

@@ -38,7 +38,8 @@ def sources(F, kinds=("value", "grad"), name=None, cuda=False):
     from .function import c_identifier
     name = c_identifier(name or F.py_name)
     picked = functions(F, kinds)
-    note = f"T = {'double' if str(F.dtype) == 'float64' else 'float'}."
+    note = "T = double." if str(F.dtype) == "float64" else \
+        f"T = float, arithmetic in {F.options.float32_math}."
     h, c = c99_files([G.standalone("c99", f"{name}_{kind}") for kind, G in picked], name, note)
     files = {f"{name}.h": h, f"{name}.c": c}
     if cuda:

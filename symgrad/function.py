@@ -159,10 +159,10 @@ class Function:
         with self._lock:
             if self._kernel is None:
                 from .build import vector_bits
-                from .render import TARGETS, render
+                from .render import pick, render
                 prog = self.optimized()
                 with stage(self.c_name, "generate C", expect=self._expect("generate C")):
-                    self._kernel = render(prog, self.c_name, TARGETS["cpu", str(self.dtype)], vector_bits(),
+                    self._kernel = render(prog, self.c_name, pick("cpu", self.dtype, self.options), vector_bits(),
                                           self.options, title=self.title)
                     self._kernel_bits = vector_bits()
             return self._kernel
@@ -175,14 +175,15 @@ class Function:
     def standalone(self, target="c99", name=None):
         """This Function as standalone source for ``target`` ("c99" or "cuda"): a render.c99.Unit
         (documented declarations, definitions) of the kernel named ``name`` (default c_name)."""
-        from .render import TARGETS
+        from .render import pick
         if target not in ("c99", "cuda"):
             raise ValueError(f"target must be 'c99' or 'cuda', got {target!r}")
         if target == "cuda":
             from .render.cuda import render_cuda as emit
         else:
             from .render.c99 import render_c99 as emit
-        return emit(self.optimized(), name or self.c_name, TARGETS[target, str(self.dtype)], self.options, self.title)
+        return emit(self.optimized(), name or self.c_name, pick(target, self.dtype, self.options), self.options,
+                    self.title)
 
     @property
     def cuda_source(self):

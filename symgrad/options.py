@@ -40,6 +40,15 @@ class Options:
     call_cost: int = 20
     # Numbers of results per tile of a streamed batch, about.
     tile_numbers: int = 128
+    # The arithmetic of float32 kernels: "double" (every operation in double, each result
+    # rounded to float once: the float64 result rounded, no intermediate overflow below
+    # 1.8e308) or "float" (every operation in float: faster, but an intermediate past
+    # 3.4e38 overflows, see README: Batches).
+    float32_math: str = "double"
+
+    def __post_init__(self):
+        if self.float32_math not in ("double", "float"):
+            raise ValueError(f"Options.float32_math must be 'double' or 'float', got {self.float32_math!r}")
 
     def key(self) -> str:
         """The part of a cache key these options make: every field, by name."""

@@ -61,7 +61,7 @@ class Emitter:
         if len(s.segments) == 1:
             return []
         out = []
-        params = self.params() + [f"{self.target.real} *{self.target.restrict} sg_t"]
+        params = self.params() + [f"{self.target.math} *{self.target.restrict} sg_t"]
         for i in range(len(s.segments)):
             lines = segment_lines(s, i, self.printer)
             out += [f"{self.target.inline} void {s.name}_s{i}({', '.join(params)}) {{",
@@ -70,11 +70,11 @@ class Emitter:
 
     def point(self):
         """The per-point function: the statements, or the calls of the segments."""
-        s, T = self.sched, self.target.real
+        s = self.sched
         if len(s.segments) == 1:
             body = segment_lines(s, 0, self.printer)
         else:
-            body = [f"    {T} sg_t[{max(1, s.scratch)}];"]
+            body = [f"    {self.target.math} sg_t[{max(1, s.scratch)}];"]
             body += [f"    {s.name}_s{i}({', '.join(self.names() + ['sg_t'])});" for i in range(len(s.segments))]
         return [f"{self.point_qualifier()}void {s.name}({', '.join(self.params())}) {{",
                 *self._unused(body, self.names()), *body, "}", ""]

@@ -50,7 +50,7 @@ def _segments(sched, target, options):
     T, W, name = target.real, target.block, sched.name
     names = [a.name for a in sched.args] + [r.name for r in sched.results]
     params = ([f"const {T} *restrict {a.name}" for a in sched.args] + [f"{T} *restrict {r.name}" for r in sched.results]
-              + [f"{T} *restrict sg_t"])
+              + [f"{target.math} *restrict sg_t"])
     call = ", ".join([c + " + sg_j" for c in names] + ["sg_t + sg_j"])
     multi = len(sched.segments) > 1
     printer = Printer(sched.names, target, options)
@@ -121,16 +121,16 @@ def _entry_points(sched, target, plain, options):
     # A block of W points: transpose arrays to lanes-innermost, run the SIMD lane loop, transpose
     # back the computed entries, and write the fixed ones unless the caller has (sg_fill = 0).
     soa = [c if s == 1 else f"sg_soa_{c}" for c, s in zip(names, sizes)] + ["sg_t"]
-    block_locals = [("sg_t", max(1, sched.scratch * W))] + [(f"sg_soa_{c}", W * s) for c, s in zip(names, sizes)
-                                                           if s > 1]
+    block_locals = [(target.math, "sg_t", max(1, sched.scratch * W))] + \
+        [(T, f"sg_soa_{c}", W * s) for c, s in zip(names, sizes) if s > 1]
     block = [f"static inline void {name}_block({', '.join(params)}, int sg_fill) {{"]
-    block += [_local(T, v, n, options)[0] for v, n in block_locals]
+    block += [_local(t, v, n, options)[0] for t, v, n in block_locals]
     block += [f"    symgrad_transpose_{T}({c}, {s}, sg_soa_{c}, {W});" for c, s in zip(arg_names, sizes) if s > 1]
     block += [f"    {name}_l{i}({', '.join(soa)});" for i in range(len(sched.segments))]
     block += [f"    symgrad_untranspose_{T}(sg_soa_{c} + {a * W}, {b - a}, {res_sizes[c]}, {c} + {a}, {W});"
               for c, runs in computed.items() for a, b in runs]
     block += [f"    if (sg_fill) {name}_fill_{c}({c}, {W});" for c in fixed]
-    block += [line for v, n in block_locals for line in _local(T, v, n, options)[1:]]
+    block += [line for t, v, n in block_locals for line in _local(t, v, n, options)[1:]]
     block += ["}", ""]
     # Threads pay off above ~2e5 operations per call (waking a team costs ~10 us).
     par_min = max(1, 200_000 // max(sched.ops * W, 1))

@@ -1,7 +1,8 @@
 """One printer for every target: sympy's C99 printer with symgrad's conventions.
 
 Expressions print the same for the in-process CPU kernel, standalone C99 and CUDA; what
-differs (the number type, the suffix of math functions) comes from the Target. The
+differs (the number type of the arithmetic, so the suffix of math functions) comes from the
+Target. The
 printer never post-processes its own output."""
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ class Printer(C99CodePrinter):
 
     def __init__(self, names, target, options):
         settings = {"order": "none"}  # print terms in sympy's stored order: no costly sorting
-        if target.real == "float":
+        if target.math == "float":
             settings["type_aliases"] = {real: float32}
         super().__init__(settings)
         self.names, self.target, self.options = names, target, options
@@ -34,7 +35,7 @@ class Printer(C99CodePrinter):
         return self._print(sp.Float(value, 17))
 
     def _one(self):
-        return "1.0F" if self.target.real == "float" else "1.0"
+        return "1.0F" if self.target.math == "float" else "1.0"
 
     def _print_Mul(self, e):
         # x/10 and x/0.1 as divisions, as written, not as x times a rounded 1/10
@@ -87,7 +88,7 @@ class Printer(C99CodePrinter):
         return super()._print_Pow(e)
 
     def _suffix(self):
-        return "f" if self.target.real == "float" else ""
+        return "f" if self.target.math == "float" else ""
 
     def _ipow(self, base, n):
         """base**n by repeated squaring; the C compiler shares the repeated subterms."""
@@ -124,7 +125,7 @@ class Printer(C99CodePrinter):
         # numpy's sign: 0 for either zero, nan for nan. One select, not a nest of them: GCC's
         # combiner takes time quadratic in nested vector selects (seconds for np.max of 256).
         x = self._print(e.args[0])
-        return f"(isnan({x}) ? ({x}) : ({self.target.real})((({x}) > 0) - (({x}) < 0)))"
+        return f"(isnan({x}) ? ({x}) : ({self.target.math})((({x}) > 0) - (({x}) < 0)))"
 
     def _print_IsNan(self, e):
         return f"isnan({self._print(e.args[0])})"
@@ -197,10 +198,11 @@ def check_real(prog, name):
 def segment_lines(sched, i, printer, stride=1, indent="    "):
     """The C statements of segment ``i`` of a schedule: every input and earlier temporary it
     reads is loaded once, up front (the statements then touch no memory but their own
-    results); each temporary is a ``const`` local, stored to the scratch array ``sg_t`` too if
-    a later segment reads it. Entry k of an argument or result, and slot k of the scratch,
+    results); each temporary is a ``const`` local (of the target's arithmetic type, which can
+    be wider than the arguments'), stored to the scratch array ``sg_t`` too if a later
+    segment reads it. Entry k of an argument or result, and slot k of the scratch,
     sit at [k*stride] (stride: the SIMD lanes of a CPU block, or 1)."""
-    T, seg = printer.target.real, sched.segments[i]
+    T, seg = printer.target.math, sched.segments[i]
     used = set().union(*[e.free_symbols for _, e in seg]) if seg else set()
     lines = []
     for s, (a, k) in sched.inputs.items():

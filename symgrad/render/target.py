@@ -21,9 +21,9 @@ class Target:
     """One kind of generated code, for one number type."""
 
     kind: str                 # "cpu" (the in-process kernel), "c99" (standalone), "cuda"
-    real: str                 # C type of every number
+    real: str                 # C type of the numbers in memory: arguments and results
     itemsize: int
-    suffix: str               # of <math.h> function names (sinf)
+    math: str                 # C type the arithmetic runs in: locals, scratch, <math.h> (sinf for float)
     restrict: str = "restrict"
     device: str = ""          # qualifier of per-point functions ("__device__")
     inline: str = "static inline"
@@ -47,33 +47,40 @@ class Target:
         return replace(self, block=self.wide)
 
 
-def _cpu(real, itemsize, suffix, block, wide):
-    return Target("cpu", real, itemsize, suffix, block=block, wide=wide, flags=_CPU_FLAGS,
+def pick(kind, dtype, options):
+    """The Target of ``kind`` for numbers of ``dtype``: float32 kernels compute in double
+    (each result is the float64 result rounded once) unless options.float32_math = "float"."""
+    target = TARGETS[kind, str(dtype)]
+    return replace(target, math=options.float32_math) if target.real == "float" else target
+
+
+def _cpu(real, itemsize, block, wide):
+    return Target("cpu", real, itemsize, real, block=block, wide=wide, flags=_CPU_FLAGS,
                   openmp_flags=("-fopenmp",), vector_math_flags=("-lmvec",),
                   no_vector_math_flags=("-DSYMGRAD_NO_VECTOR_MATH",),
                   wide_flags=("-mprefer-vector-width=512",), large_flags=("-O1", "-ftree-vectorize", "-fno-predictive-commoning"),
                   link_flags=_SHARED)
 
 
-def _c99(real, itemsize, suffix):
-    return Target("c99", real, itemsize, suffix, flags=("-std=c99", "-O2", "-ffp-contract=off"),
+def _c99(real, itemsize):
+    return Target("c99", real, itemsize, real, flags=("-std=c99", "-O2", "-ffp-contract=off"),
                   openmp_flags=("-fopenmp",))
 
 
-def _cuda(real, itemsize, suffix):
+def _cuda(real, itemsize):
     # --fmad=false: no fused multiply-add, so the GPU rounds each operation as written, as the
     # CPU kernels do (bit for bit the standalone C, under the same libm).
-    return Target("cuda", real, itemsize, suffix, restrict="__restrict__", device="__device__",
+    return Target("cuda", real, itemsize, real, restrict="__restrict__", device="__device__",
                   inline="static __device__ __forceinline__", flags=("--fmad=false",), libs=())
 
 
 TARGETS = {
-    ("cpu", "float64"): _cpu("double", 8, "", 4, 8),
-    ("cpu", "float32"): _cpu("float", 4, "f", 8, 16),
-    ("c99", "float64"): _c99("double", 8, ""),
-    ("c99", "float32"): _c99("float", 4, "f"),
-    ("cuda", "float64"): _cuda("double", 8, ""),
-    ("cuda", "float32"): _cuda("float", 4, "f"),
+    ("cpu", "float64"): _cpu("double", 8, 4, 8),
+    ("cpu", "float32"): _cpu("float", 4, 8, 16),
+    ("c99", "float64"): _c99("double", 8),
+    ("c99", "float32"): _c99("float", 4),
+    ("cuda", "float64"): _cuda("double", 8),
+    ("cuda", "float32"): _cuda("float", 4),
 }
 
 

@@ -56,11 +56,14 @@ def module(tmp_path):
 
 
 def test_cli_founding_function_links_with_a_c_program_in_both_dtypes(tmp_path, module):
-    for dtype, T in (("float64", "double"), ("float32", "float")):
-        out = tmp_path / f"gen_{dtype}"
-        r = cli("generate", f"{module}:seed", "--out", out, "--grad", "--dtype", dtype, cwd=tmp_path)
+    for dtype, T, math_ in (("float64", "double", "double"), ("float32", "float", "double"),
+                            ("float32", "float", "float")):
+        out = tmp_path / f"gen_{dtype}_{math_}"
+        r = cli("generate", f"{module}:seed", "--out", out, "--grad", "--dtype", dtype, "--float32-math", math_,
+                cwd=tmp_path)
         assert r.returncode == 0, r.stderr
         assert sorted(p.name for p in out.iterdir()) == ["seed.c", "seed.h"]
+        assert ("double" in (out / "seed.c").read_text()) == (math_ == "double")
         (tmp_path / "main.c").write_text(textwrap.dedent(f"""
             #include <stdio.h>
             #include "seed.h"
@@ -72,7 +75,7 @@ def test_cli_founding_function_links_with_a_c_program_in_both_dtypes(tmp_path, m
                 return 0;
             }}
         """))
-        exe = tmp_path / f"main_{dtype}"
+        exe = tmp_path / f"main_{dtype}_{math_}"
         subprocess.run([CC, *STRICT, f"-I{out}", str(tmp_path / "main.c"), str(out / "seed.c"), "-o", str(exe),
                         "-lm"], check=True)
         assert subprocess.run([str(exe)], capture_output=True, text=True).stdout.split() == ["-75279680"] * 2

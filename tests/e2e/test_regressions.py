@@ -225,6 +225,21 @@ def test_tanh_higher_derivatives_stay_finite_where_cosh_overflows(strategy, dtyp
         np.testing.assert_allclose(F.derivative(k)(x), want, rtol=rtol, atol=0, err_msg=f"order {k}")
 
 
+def test_float32_hessian_whose_float_intermediates_overflow():
+    """Fuzz find (10k run): in float arithmetic (y**2 + c**2)**2 overflows for y = 1000**(x**2.5)
+    at x = 1.7 and the Hessian of atan2(y, c) came out 1.27e-8, finite, of the wrong sign
+    (exact: -7.1e-9). float32 kernels compute in double: the float64 result, rounded."""
+    import mpmath
+    c = math.tanh(4)
+    F = symgrad.compile(lambda x: math.atan2(1000 ** (x ** 2.5), c), dtype="float32")
+    x = np.float32(1.7)
+    mpmath.mp.dps = 50
+    want = mpmath.diff(lambda t: mpmath.atan2(mpmath.mpf(1000) ** (t ** 2.5), c), mpmath.mpf(float(x)), 2)
+    assert F.hessian(x) == np.float32(float(want))
+    assert F.grad(x) == pytest.approx(float(mpmath.diff(
+        lambda t: mpmath.atan2(mpmath.mpf(1000) ** (t ** 2.5), c), mpmath.mpf(float(x)))), rel=1e-7)
+
+
 def test_from_sympy_reads_symgrad_s_own_tanh_derivative():
     """Review find: the derivative of tanh is symgrad's Sech2, which from_sympy did not read."""
     F = symgrad.compile(lambda x: math.tanh(x))

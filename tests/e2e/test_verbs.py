@@ -166,16 +166,33 @@ def test_broadcasting_two_arguments():
     np.testing.assert_allclose(G(a, s), 2 * s[None, :, None] * a, rtol=1e-15)
 
 
-def test_float32_kernels():
-    F = symgrad.compile(seed, dtype="float32")
-    xs = np.linspace(-1.0, 2.0, 101)
+def test_float32_kernels_compute_in_double_and_round_once():
+    """float32 in memory, double arithmetic: each result is the float64 result rounded."""
+    F, F64 = symgrad.compile(seed, dtype="float32"), symgrad.compile(seed)
+    xs = np.linspace(-1.0, 2.0, 101).astype(np.float32)
     g = F.grad(xs)
     assert g.dtype == np.float32
-    ref = mp_eval(sp.diff(SEED, X), xs.astype(np.float32))
+    np.testing.assert_array_equal(g, F64.grad(xs.astype(np.float64)).astype(np.float32))
+    np.testing.assert_array_equal(F.hessian(xs), F64.hessian(xs.astype(np.float64)).astype(np.float32))
+    ref = mp_eval(sp.diff(SEED, X), xs)
     scale = np.maximum(np.abs(ref), 1e3)  # cancellation near the roots of f': compare on the scale of its terms
-    assert np.max(np.abs(g - ref) / scale) < 1e-4
-    assert "float" in F.grad.c_source and "double" not in F.grad.c_source.split("symgrad_rt.h")[1]
+    assert np.all(np.abs(g - ref) <= np.spacing(np.abs(ref).astype(np.float32)) / 2 + 1e-12 * scale)
     assert symgrad.compile(lambda x: math.sin(x), dtype="float32")(np.float32(1.0)).dtype == np.float32
+
+
+def test_float32_math_float_is_single_precision_throughout():
+    opts = symgrad.Options(float32_math="float")
+    F = symgrad.compile(seed, dtype="float32", options=opts)
+    xs = np.linspace(-1.0, 2.0, 101).astype(np.float32)
+    g = F.grad(xs)
+    ref = mp_eval(sp.diff(SEED, X), xs)
+    scale = np.maximum(np.abs(ref), 1e3)
+    assert g.dtype == np.float32 and np.max(np.abs(g - ref) / scale) < 1e-4
+    assert "double" not in F.grad.c_source.split("symgrad_rt.h")[1]
+    assert "double" in symgrad.compile(seed, dtype="float32").grad.c_source.split("symgrad_rt.h")[1]
+    assert "sinf(" in symgrad.compile(math.sin, dtype="float32", options=opts).c_source
+    with pytest.raises(ValueError, match="float32_math must be 'double' or 'float', got 'half'"):
+        symgrad.Options(float32_math="half")
 
 
 def test_out_argument():
