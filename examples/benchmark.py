@@ -451,6 +451,28 @@ def warm_start(tmp, runs=7):
     return timed(WARM), timed(WARM_LJ30), timed("import numpy, cffi")
 
 
+def float32_math(names, quick, repeat):
+    """Steady state of each case's float32 kernel computing in double (the default) and in
+    float (Options(float32_math="float")), beside float64, measured side by side."""
+    import symgrad
+    rows = []
+    for name in names:
+        case = Case(name, quick)
+        calls, data = {}, []
+        for label, dtype, math_ in (("float64", "float64", "double"), ("f32 double", "float32", "double"),
+                                    ("f32 float", "float32", "float")):
+            F = symgrad.compile(case.fn, case.shapes, dtype=dtype, options=symgrad.Options(float32_math=math_))
+            K = F.grad if case.what == "grad" else F.hessian
+            inputs = [np.ascontiguousarray(a, dtype=dtype) for a in case.inputs]
+            res = K(*inputs)
+            out = tuple(np.empty_like(r) for r in res) if isinstance(res, tuple) else np.empty_like(res)
+            data += [(a.ctypes.data, a.nbytes) for a in [*inputs, *(out if isinstance(out, tuple) else (out,))]]
+            calls[label] = lambda K=K, inputs=inputs, out=out: K(*inputs, out=out)
+        med = interleaved_medians(calls, repeat, data)
+        rows.append((name, case.n, med))
+    return rows
+
+
 # ---------------------------------------------------------------------------------- main
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -508,6 +530,11 @@ def main():
     sc = scalar_overheads()
     for c, s in sc.items():
         print(f"{c:>10}: {s * 1e6:8.2f} us   ({s / sc['symgrad']:.2f}x symgrad)")
+    print("\n== float32 kernels: arithmetic in double (default) vs in float, beside float64 ==")
+    for name, n, med in float32_math([c for c in a.cases if c != "lj30_grad"], a.quick, a.repeat):
+        d = med["f32 double"]
+        print(f"{name:<12} {n:>9} points: float64 {med['float64'] * 1e3:.2f} ms, float32 in double {d * 1e3:.2f} ms, "
+              f"in float {med['f32 float'] * 1e3:.2f} ms ({med['f32 float'] / d:.2f}x double)")
     print("\n== warm start: new process, cached function, first result (no sympy import) ==")
     warm, warm_lj, base = warm_start(tmp)
     print(f"founding gradient {warm:.3f} s, lj30 gradient {warm_lj:.3f} s, `import numpy, cffi` {base:.3f} s; "
