@@ -134,9 +134,66 @@ def local_partial(e, s):
     return sp.diff(e, s)
 
 
+# Chains of at least this many selects take their derivative through an index (_pick_chains).
+PICK_CHAIN = 3
+
+
+def _value_symbols(e):
+    """The symbols ``e`` uses as values (not only inside the conditions of selects)."""
+    if isinstance(e, sp.Piecewise):
+        return set().union(*[_value_symbols(v) for v, _ in e.args])
+    if isinstance(e, (sp.core.relational.Relational, sp.logic.boolalg.BooleanFunction,
+                      sp.logic.boolalg.BooleanAtom)):
+        return set()
+    return e.free_symbols
+
+
+def _pick_chains(body, exprs):
+    """Find chains of selects m_k = select(c_k, v_k, m_(k-1)) (np.max, max(), np.min over n
+    entries; nested np.where) whose links feed nothing else, and add beside each link an index
+    i_k = select(c_k, k + 1, i_(k-1)): the entry the chain picked. The chain's adjoint A then
+    reaches entry k as select(i_n == k + 1, A, 0), one select each, instead of through the
+    reversed chain, which keeps every c_k alive until the reverse pass (compile time grows
+    superlinearly in n). Returns (body with the indices, {end of chain: (values, index)})."""
+    links = {t: e.args for t, e in body if isinstance(e, sp.Piecewise) and len(e.args) == 2
+             and e.args[1].cond == sp.true}
+    uses = defaultdict(int)
+    for _, e in body:
+        for x in _value_symbols(e):
+            uses[x] += 1
+    for e in exprs:
+        for x in _value_symbols(e):
+            uses[x] += 1
+    inner = {}  # link -> the link it continues
+    for t, ((v, c), (b, _)) in links.items():
+        if b in links and uses[b] == 1 and b not in _value_symbols(v):
+            inner[b] = t
+    chains, index, extra = {}, {}, defaultdict(list)
+    for t in links:
+        if t in inner or not uses[t]:
+            continue
+        chain = [t]
+        while links[chain[-1]][1].expr in inner:
+            chain.append(links[chain[-1]][1].expr)
+        if len(chain) < PICK_CHAIN:
+            continue
+        chain.reverse()
+        values = [links[chain[0]][1].expr] + [links[m][0].expr for m in chain]
+        prev = sp.S.One
+        for k, m in enumerate(chain, 1):
+            i = sp.Symbol(f"d.{len(body)}.{m.name}", real=True)  # never a Python name
+            extra[m].append((i, sp.Piecewise((sp.Integer(k + 1), links[m][0].cond), (prev, True), evaluate=False)))
+            prev = i
+        chains[t] = (values, prev)
+    if not chains:
+        return body, chains
+    return [a for t, e in body for a in [(t, e)] + extra.get(t, [])], chains
+
+
 def _reverse_rows(prog, exprs, wrt):
     """d exprs[i] / d wrt[j] by reverse accumulation; returns (body, rows)."""
-    emit = _Emitter(prog.body)
+    body, chains = _pick_chains(prog.body, exprs)
+    emit = _Emitter(body)
     defs = dict(prog.body)
     partial = {}
     wrt_set = set(wrt)
@@ -152,6 +209,14 @@ def _reverse_rows(prog, exprs, wrt):
                 continue
             a = emit(sp.Add(*terms))
             if a == 0:
+                continue
+            if t in chains:  # entry k of a chain of selects: its adjoint where the chain picked it
+                values, index = chains[t]
+                for k, v in enumerate(values, 1):
+                    picked = emit(sp.Piecewise((a, sp.Eq(index, k, evaluate=False)), (0, True), evaluate=False))
+                    for s in v.free_symbols:
+                        if s in defs or s in wrt_set:
+                            adj[s].append(emit(emit.times(picked, emit(local_partial(v, s)))))
                 continue
             e = defs[t]
             for s in e.free_symbols:

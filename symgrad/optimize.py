@@ -60,13 +60,18 @@ def _inline_single_use(prog, max_nodes):
         _occurrences(e, counts, temps)
     for e in prog.output_exprs():
         _occurrences(e, counts, temps)
+    # A select read by another select stays a statement: a chain of selects (the index of
+    # np.max's pick, differentiate._pick_chains) nested into one expression would keep every
+    # condition alive to its end.
+    chained = set().union(*[e.free_symbols for _, e in prog.body if isinstance(e, sp.Piecewise)])
     env, body = {}, []
     for t, e in prog.body:
         e = substitute(e, env) if any(s in env for s in e.free_symbols) else e
         n = nodes(e)
         # a reciprocal of a constant goes back into every use: x * (1/3.0) printed as a
         # multiplication would round differently from the division x / 3.0 that was written
-        if counts.get(t, 0) == 1 and n <= max_nodes or isinstance(e, Recip):
+        if counts.get(t, 0) == 1 and n <= max_nodes and not (isinstance(e, sp.Piecewise) and t in chained) \
+                or isinstance(e, Recip):
             env[t] = e
         else:
             body.append((t, e))

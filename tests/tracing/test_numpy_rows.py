@@ -171,6 +171,30 @@ def test_P_gradient_of_a_max_over_n_entries_grows_linearly(fn):
     assert sizes[1] < 2.5 * sizes[0] and sizes[2] < 2.5 * sizes[1], sizes
 
 
+def test_P_derivatives_of_long_max_and_min_chains_go_to_the_entry_picked():
+    """Chains of selects differentiate through the index of the entry they picked: ties go to
+    the first maximum, as numpy's argmax, a NaN to the NaN; second and third derivatives too."""
+    n = 40
+    x = np.cos(np.arange(n) * 1.3) * 3.0
+    x[7] = x[29] = 5.0  # a tie: the first one is picked
+    G = symgrad.compile(lambda v: np.max(v * v * v), shapes=[(n,)])
+    np.testing.assert_array_equal(G.grad(x), np.eye(n)[7] * 75.0)
+    np.testing.assert_array_equal(G.hessian(x), np.diag(np.eye(n)[7] * 30.0))
+    m = symgrad.compile(lambda v: np.min(np.sin(v)), shapes=[(n,)]).grad(x)
+    k = int(np.argmin(np.sin(x)))
+    np.testing.assert_allclose(m, np.eye(n)[k] * np.cos(x[k]), rtol=1e-15, atol=0)
+    y = x.copy()
+    y[12] = np.nan
+    g = symgrad.compile(lambda v: np.max(np.abs(v)), shapes=[(n,)]).grad(y)
+    assert np.isnan(g[12]) and not np.any(np.delete(g, 12))
+
+    def scalar(t):  # a chain of builtin max over expressions of one scalar
+        return max(t, t * t, math.sin(t), math.exp(t - 2.0), 0.5 * t ** 3)
+    F = symgrad.compile(scalar, options=symgrad.Options(inline_limit=0))  # the reverse path, three times
+    for t, d3 in ((1.5, 0.0), (2.5, 3.0), (10.0, math.exp(8.0))):
+        assert float(F.derivative(3)(t)) == pytest.approx(d3, rel=1e-14)
+
+
 # -- found by a hostile review ------------------------------------------------------------------
 W = np.array([1.0, 5.0, 3.0])
 
