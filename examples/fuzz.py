@@ -270,9 +270,10 @@ class Ref:
         return self.check(T(c, e))
 
     def fn(self, f, a):
-        # numerical differentiation; again at three times the precision where a derivative is
-        # near the noise cut off below, which may be one far below the value (tanh'(47) = 4e-41)
-        for dps in (DPS, 3 * DPS):
+        # numerical differentiation; again at higher precision where a derivative is near the
+        # noise cut off below, which may be one far below the value (tanh'(47) = 4e-41,
+        # tanh'(188) = 4e-163; past 8 DPS digits a derivative is below the smallest double)
+        for dps in (DPS, 3 * DPS, 8 * DPS):
             try:
                 with mpmath.workdps(dps):
                     F = [+x for x in mpmath.diffs(f, a.c[0], ORDER + 1)]
