@@ -248,14 +248,20 @@ def choose(prog, limit):
     return "expression" if limit != 0 and prog.inlined(limit) is not None else "reverse"
 
 
-def grad(prog, argnums, limit, with_value=False):
+def grad(prog, argnums, limit):
     _check_scalar(prog, "grad")
-    body, rows, values = _rows(prog, _wrt(prog, argnums), limit)
+    body, rows, _ = _rows(prog, _wrt(prog, argnums), limit)
     outs = [prog.args[i] for i in argnums]
     outputs = split(rows[0], [SymOutput("d_" + a.name, a.shape, ()) for a in outs])
-    if with_value:
-        outputs = (SymOutput("value", (), (values[0],)),) + outputs
     return SymProgram(prog.args, tuple(body), outputs)
+
+
+def with_value(prog, g, limit):
+    """The gradient program ``g`` of ``prog`` with the value as a first result: a gradient by
+    reverse accumulation holds the forward body that computes it; a closed-form one (no
+    body) gets the closed form, which fitted the limit when ``g`` was made."""
+    value = prog.output_exprs()[0] if g.body else prog.inlined()[0]
+    return g.with_outputs((SymOutput("value", (), (value,)),) + tuple(g.outputs))
 
 
 def jacobian(prog, argnums, limit, prefix="jac_", stack=False):
@@ -282,9 +288,10 @@ def jacobian(prog, argnums, limit, prefix="jac_", stack=False):
     return SymProgram(prog.args, tuple(body), tuple(outputs))
 
 
-def hessian(prog, argnums, limit):
-    """Second derivatives: the Jacobian of the gradient program (reverse over reverse)."""
-    g = grad(prog, argnums, limit)
+def hessian(prog, argnums, limit, g=None):
+    """Second derivatives: the Jacobian of the gradient program ``g`` (made here unless
+    given), reverse over reverse."""
+    g = g or grad(prog, argnums, limit)
     # a closed-form gradient (no body) is differentiated in closed form again
     h = jacobian(g, argnums, 0 if g.body else None, prefix="d2_")
     outs = []
@@ -296,12 +303,13 @@ def hessian(prog, argnums, limit):
     return h.with_outputs(outs)
 
 
-def hvp(prog, argnums, limit):
-    """Hessian-vector products H @ v, forward over reverse: the gradient program, then the
-    derivative of each of its assignments along the tangents ``v_<argument>`` (new arguments
-    after the program's), one local partial per operand: linear in the gradient's size."""
+def hvp(prog, argnums, limit, g=None):
+    """Hessian-vector products H @ v, forward over reverse: the gradient program ``g`` (made
+    here unless given), then the derivative of each of its assignments along the tangents
+    ``v_<argument>`` (new arguments after the program's), one local partial per operand:
+    linear in the gradient's size."""
     _check_scalar(prog, "hvp")
-    g = grad(prog, argnums, limit)
+    g = g or grad(prog, argnums, limit)
     names = tangent_names([a.name for a in prog.args], argnums)
     tangents = tuple(SymArg(t, prog.args[i].shape, arg_symbols(SymArg(t, prog.args[i].shape, ())))
                      for t, i in zip(names, argnums))

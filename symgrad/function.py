@@ -99,24 +99,34 @@ class Function:
         return outs
 
     def symbolic(self):
-        """This Function's results as a sympy program (derivatives taken, not optimised)."""
+        """This Function's results as a sympy program (derivatives taken, not optimised).
+        Each derivative program is made once per Source (Source.derived): a gradient taken
+        for F.grad is the one F.value_and_grad and F.hessian build on."""
         from . import differentiate as D
-        prog = self._source.symbolic(self.name)
-        limit = self.options.inline_limit
-        for kind, nums in self._steps:
-            with stage(self.c_name, "differentiate", expect=self._expect("differentiate")):
-                if kind == "jacobian":
-                    prog = D.jacobian(prog, nums, limit)
-                elif kind == "jacobian_stacked":
-                    prog = D.jacobian(prog, nums, limit, stack=True)
-                elif kind == "hvp":
-                    prog = D.hvp(prog, nums, limit)
-                elif kind == "hessian":
-                    prog = D.hessian(prog, nums, limit)
-                elif kind in ("grad", "value_and_grad"):
-                    prog = D.grad(prog, nums, limit, with_value=kind == "value_and_grad")
-                else:
-                    prog = D.nth(prog, int(kind[1:]), nums[0], limit)
+        src, limit = self._source, self.options.inline_limit
+        prog = src.symbolic(self.name)
+        for i, (kind, nums) in enumerate(self._steps):
+            before = self._steps[:i]
+
+            def grad_of(prog=prog, before=before, nums=nums):
+                return src.derived((before + (("grad", nums),), limit), lambda: D.grad(prog, nums, limit))
+
+            def step(prog=prog, kind=kind, nums=nums, grad_of=grad_of):
+                with stage(self.c_name, "differentiate", expect=self._expect("differentiate")):
+                    if kind == "jacobian":
+                        return D.jacobian(prog, nums, limit)
+                    if kind == "jacobian_stacked":
+                        return D.jacobian(prog, nums, limit, stack=True)
+                    if kind == "hvp":
+                        return D.hvp(prog, nums, limit, grad_of())
+                    if kind == "hessian":
+                        return D.hessian(prog, nums, limit, grad_of())
+                    if kind == "grad":
+                        return D.grad(prog, nums, limit)
+                    if kind == "value_and_grad":
+                        return D.with_value(prog, grad_of(), limit)
+                    return D.nth(prog, int(kind[1:]), nums[0], limit)
+            prog = src.derived((self._steps[:i + 1], limit), step)
         return prog
 
     def _expect(self, what):

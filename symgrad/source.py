@@ -56,6 +56,7 @@ class Source:
         self.instance = None if instance is None else _Instance(instance)
         self._lock = forksafe.RLock()
         self._variants = {}
+        self._derived = {}  # (derivative steps, inline limit) -> SymProgram, see derived()
 
     @property
     def prefix(self):
@@ -84,6 +85,17 @@ class Source:
                            lambda: (prog.count_ops(), RATES["convert to sympy"] * prog.count_ops())):
                     self._symbolic = to_sympy(prog)
             return self._symbolic
+
+    def derived(self, key, compute):
+        """The derivative program ``key`` ((steps, inline limit)) of this Source, computed once
+        per process: F.grad, F.value_and_grad and F.hessian share one gradient program."""
+        with self._lock:
+            prog = self._derived.get(key)
+        if prog is None:
+            prog = compute()  # outside the lock: other derivatives of this Source go on meanwhile
+            with self._lock:
+                prog = self._derived.setdefault(key, prog)
+        return prog
 
     def bind(self, obj, on_traced=None):
         """This method's Source bound to ``obj``; ``on_traced()`` runs once its trace is made."""
