@@ -15,17 +15,19 @@ __all__ = ["compile", "from_sympy", "grad", "jacobian", "hessian", "value_and_gr
            "where", "Function", "Options", "TraceError", "CompileError", "CacheError", "CacheWarning"]
 
 
-def compile(f=None, shapes=None, *, dtype="float64", options=None):
+def compile(f=None, shapes=None, *, dtype=None, options=None):
     """Compile ``f`` (a plain Python function of real numbers/arrays) into a Function.
 
     ``shapes`` gives one core shape per positional argument: ``()`` for a scalar (the
     default), ``(n,)`` or ``(m, n)`` for arrays. Usable as ``@compile`` or
     ``@compile(shapes=...)``. ``f`` is traced once, at the first call of the Function or
-    of any derivative taken from it; ``options`` (a symgrad.Options) tunes the code."""
+    of any derivative taken from it; ``dtype`` is "float64" (the default) or "float32";
+    ``options`` (a symgrad.Options) tunes the code. A Function given as ``f`` is returned as
+    it is; asking it for other shapes, dtype or options raises (compile the Python function)."""
     if f is None:
         return lambda g: compile(g, shapes, dtype=dtype, options=options)
     if isinstance(f, Function):
-        return f
+        return _as_compiled(f, shapes, dtype, options)
     if not callable(f):
         raise TypeError(f"symgrad.compile expects a Python function, got {type(f).__name__}")
     from .signature import in_class_body, is_method, traced_params
@@ -37,8 +39,23 @@ def compile(f=None, shapes=None, *, dtype="float64", options=None):
     name = getattr(f, "__name__", "f")
     if name == "<lambda>":
         name = "lambda"
-    return Function(name, Source(f, shapes, method=method), dtype, args=tuple(zip(names, core)),
+    return Function(name, Source(f, shapes, method=method), dtype or "float64", args=tuple(zip(names, core)),
                     options=options)
+
+
+def _as_compiled(F, shapes, dtype, options):
+    """``F`` itself, where what was asked of it is what it is (else a ValueError: a silently
+    float64 kernel for a float32 request is a wrong result)."""
+    import numpy as np
+    asked = [("shapes", shapes is not None, shapes, "its traced shapes"),
+             ("dtype", dtype is not None and np.dtype(dtype) != F.dtype, dtype, f"dtype={str(F.dtype)!r}"),
+             ("options", options is not None and options != F.options, options, repr(F.options))]
+    for what, differs, value, has in asked:
+        if differs:
+            raise ValueError(f"{F.py_name} is already a compiled Function ({has}); it cannot take {what}="
+                             f"{value!r}: compile the Python function with them, symgrad.compile(f, ..., "
+                             f"{what}=...)")
+    return F
 
 
 def from_sympy(exprs, args, *, dtype="float64", name="sympy_f", options=None):
@@ -58,7 +75,7 @@ def from_sympy(exprs, args, *, dtype="float64", name="sympy_f", options=None):
 
 
 def _verb(kind):
-    def verb(f, argnums=None, shapes=None, *, dtype="float64", options=None):
+    def verb(f, argnums=None, shapes=None, *, dtype=None, options=None):
         F = compile(f, shapes, dtype=dtype, options=options)
         return F._derive(kind, argnums)
     verb.__name__ = kind
@@ -73,7 +90,7 @@ hessian = _verb("hessian")
 value_and_grad = _verb("value_and_grad")
 
 
-def derivative(f, n=1, argnum=0, shapes=None, *, dtype="float64", options=None):
+def derivative(f, n=1, argnum=0, shapes=None, *, dtype=None, options=None):
     """n-th derivative of ``f`` w.r.t. its scalar argument ``argnum``, compiled."""
     return compile(f, shapes, dtype=dtype, options=options).derivative(n, argnum)
 

@@ -2,6 +2,7 @@
 and the store policy of large batches. No sympy."""
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
@@ -12,6 +13,7 @@ import numpy as np
 from .render.target import TARGETS
 
 _PYNUM = (float, int, np.float64)
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
 # Inputs that must be copied (broadcast, strided, misaligned) are copied this many bytes of
 # points at a time, so a broadcast input never costs the memory of the whole batch.
 CHUNK_BYTES = 1 << 20
@@ -84,6 +86,7 @@ class Plan:
         self.nargs, self.structure = len(args), structure
         self.ctype = target.real + "[]"
         self.scalar_type = dtype.type
+        self.narrow = dtype == np.float32
         self.shapes = [tuple(s) for s in shapes]
         self.sizes = [prod(s) for s in self.shapes]
         self.total = sum(self.sizes)
@@ -95,6 +98,8 @@ class Plan:
             for a in args:
                 if type(a) not in _PYNUM:
                     break
+                if self.narrow and _FLOAT32_MAX < abs(a) < math.inf:  # numpy's cast: inf, and its warning
+                    args = tuple(np.float32(float(x)) for x in args)
             else:
                 return self.call_scalar(args)
         if len(args) != self.nargs:

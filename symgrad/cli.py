@@ -4,7 +4,7 @@
                      [--grad] [--hessian] [--jacobian] [--derivative N] [--dtype T]
                      [--float32-math double|float] [--cuda]
     symgrad show MODULE:FUNCTION [--grad|--hessian|--jacobian|--derivative N] [--shapes SHAPES]
-                 [--latex] [--c] [--cuda]
+                 [--latex] [--c] [--cuda] [--dtype T] [--float32-math double|float]
 
 MODULE is an importable module or a path to a .py file. Errors print one line on stderr:
 exit status 2 for a malformed command line, 1 for anything else."""
@@ -155,6 +155,8 @@ def _show(a, F):
 def main(argv=None):
     a = _parser().parse_args(argv)  # argparse itself exits 2 on a malformed command line
     try:
+        if a.float32_math != "double" and a.dtype != "float32":
+            raise Usage(f"--float32-math {a.float32_math} needs --dtype float32 (float64 kernels compute in double)")
         import symgrad
         fn = _load(a.function)
         F = symgrad.compile(fn, _shapes(a.shapes), dtype=a.dtype,

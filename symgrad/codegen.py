@@ -47,13 +47,12 @@ def sources(F, kinds=("value", "grad"), name=None, cuda=False):
     return files
 
 
-def generate(f, out, *, name=None, shapes=None, kinds=("value", "grad"), dtype="float64", cuda=False,
+def generate(f, out, *, name=None, shapes=None, kinds=("value", "grad"), dtype=None, cuda=False,
              options=None):
-    """Write the standalone files of ``f`` (a Python function, or a symgrad Function) into
-    directory ``out``; returns their paths."""
+    """Write the standalone files of ``f`` (a Python function, or a symgrad Function: then
+    shapes, dtype and options are its own) into directory ``out``; returns their paths."""
     from . import compile as compile_
-    from .function import Function
-    F = f if isinstance(f, Function) else compile_(f, shapes, dtype=dtype, options=options)
+    F = compile_(f, shapes, dtype=dtype, options=options)
     return write_files(out, sources(F, kinds, name, cuda))
 
 

@@ -168,7 +168,7 @@ def _pick_chains(body, exprs):
     for t, ((v, c), (b, _)) in links.items():
         if b in links and uses[b] == 1 and b not in _value_symbols(v):
             inner[b] = t
-    chains, index, extra = {}, {}, defaultdict(list)
+    chains, extra = {}, defaultdict(list)
     for t in links:
         if t in inner or not uses[t]:
             continue

@@ -100,34 +100,37 @@ class Function:
 
     def symbolic(self):
         """This Function's results as a sympy program (derivatives taken, not optimised).
-        Each derivative program is made once per Source (Source.derived): a gradient taken
-        for F.grad is the one F.value_and_grad and F.hessian build on."""
-        from . import differentiate as D
-        src, limit = self._source, self.options.inline_limit
-        prog = src.symbolic(self.name)
+        A gradient program is made once per Source (Source.derived): the one taken for
+        F.grad is the one F.value_and_grad, F.hessian and F.hvp build on."""
+        prog = self._source.symbolic(self.name)
         for i, (kind, nums) in enumerate(self._steps):
-            before = self._steps[:i]
-
-            def grad_of(prog=prog, before=before, nums=nums):
-                return src.derived((before + (("grad", nums),), limit), lambda: D.grad(prog, nums, limit))
-
-            def step(prog=prog, kind=kind, nums=nums, grad_of=grad_of):
-                with stage(self.c_name, "differentiate", expect=self._expect("differentiate")):
-                    if kind == "jacobian":
-                        return D.jacobian(prog, nums, limit)
-                    if kind == "jacobian_stacked":
-                        return D.jacobian(prog, nums, limit, stack=True)
-                    if kind == "hvp":
-                        return D.hvp(prog, nums, limit, grad_of())
-                    if kind == "hessian":
-                        return D.hessian(prog, nums, limit, grad_of())
-                    if kind == "grad":
-                        return D.grad(prog, nums, limit)
-                    if kind == "value_and_grad":
-                        return D.with_value(prog, grad_of(), limit)
-                    return D.nth(prog, int(kind[1:]), nums[0], limit)
-            prog = src.derived((self._steps[:i + 1], limit), step)
+            prog = self._step(prog, kind, nums, self._steps[:i])
         return prog
+
+    def _step(self, prog, kind, nums, before):
+        """One derivative of ``prog``, the program of the steps ``before``."""
+        from . import differentiate as D
+        limit = self.options.inline_limit
+
+        def gradient():
+            def make():
+                with stage(self.c_name, "differentiate", expect=self._expect("differentiate")):
+                    return D.grad(prog, nums, limit)
+            return self._source.derived((before + (("grad", nums),), limit), make)
+        if kind == "grad":
+            return gradient()
+        if kind == "value_and_grad":
+            return D.with_value(prog, gradient(), limit)
+        if kind == "hvp":
+            return D.hvp(prog, nums, limit, gradient())
+        if kind == "hessian":
+            g = gradient()
+        with stage(self.c_name, "differentiate", expect=self._expect("differentiate")):
+            if kind == "hessian":
+                return D.hessian(prog, nums, limit, g)
+            if kind in ("jacobian", "jacobian_stacked"):
+                return D.jacobian(prog, nums, limit, stack=kind == "jacobian_stacked")
+            return D.nth(prog, int(kind[1:]), nums[0], limit)
 
     def _expect(self, what):
         """(operations, seconds) expected of a stage: the traced program's size, about doubled

@@ -87,8 +87,9 @@ class Source:
             return self._symbolic
 
     def derived(self, key, compute):
-        """The derivative program ``key`` ((steps, inline limit)) of this Source, computed once
-        per process: F.grad, F.value_and_grad and F.hessian share one gradient program."""
+        """The gradient program ``key`` ((steps, inline limit)) of this Source, kept for this
+        Source's life: F.grad, F.value_and_grad, F.hessian and F.hvp build on one (two threads
+        asking at once may both compute it; the first one kept is the one every caller gets)."""
         with self._lock:
             prog = self._derived.get(key)
         if prog is None:

@@ -19,7 +19,8 @@ def render(prog, name, target, vector_bits, options, title=None) -> Kernel:
     """The in-process kernel ``name`` of an optimised program, for a CPU whose widest SIMD
     registers have ``vector_bits``: a kernel of scalars only then takes blocks of a whole
     512-bit register; array arguments and results keep 256-bit blocks, whose 4x4 transposes
-    between point and lane order stay cheapest."""
+    between point and lane order stay cheapest (registers of the arithmetic type: float32
+    kernels computing in double take float64's blocks)."""
     wide = vector_bits >= 512 and all(a.size == 1 for a in prog.args) and all(o.size == 1 for o in prog.outputs)
     if wide:
         target = target.widened()

@@ -27,8 +27,8 @@ class Target:
     restrict: str = "restrict"
     device: str = ""          # qualifier of per-point functions ("__device__")
     inline: str = "static inline"
-    block: int = 1            # points per SIMD block (cpu: 256-bit vectors)
-    wide: int = 1             # points per block of a kernel of scalars only on a 512-bit CPU
+    block: int = 1            # points per SIMD block (cpu: a 256-bit vector of the arithmetic type)
+    wide: int = 1             # points per block of a kernel of scalars only on a 512-bit CPU (a 512-bit vector)
     flags: tuple = ()         # how to compile it
     openmp_flags: tuple = ()  # added where the compiler has OpenMP
     vector_math_flags: tuple = ()  # added where there is a vector math library (libmvec)
@@ -49,9 +49,14 @@ class Target:
 
 def pick(kind, dtype, options):
     """The Target of ``kind`` for numbers of ``dtype``: float32 kernels compute in double
-    (each result is the float64 result rounded once) unless options.float32_math = "float"."""
+    (each result is the float64 result rounded once) unless options.float32_math = "float".
+    In double they take float64's blocks too: the same vector maths functions (libmvec's
+    4- and 8-lane tanh differ in the last bit), so the same double results."""
     target = TARGETS[kind, str(dtype)]
-    return replace(target, math=options.float32_math) if target.real == "float" else target
+    if target.real != "float" or options.float32_math == "float":
+        return target
+    wide = TARGETS[kind, "float64"]
+    return replace(target, math="double", block=wide.block, wide=wide.wide)
 
 
 def _cpu(real, itemsize, block, wide):
