@@ -164,6 +164,8 @@ def test_cli_errors_are_one_line_with_the_exit_status(tmp_path, module):
         (["generate", f"{module}:seed"], 2, "the following arguments are required: --out"),
         (["frobnicate"], 2, "invalid choice"),
         (["show", f"{module}:seed", "--grad", "--hessian"], 2, "not allowed with argument"),
+        (["generate", f"{module}:seed", "--out", tmp_path / "o", "--float32-math", "float"], 2,
+         "--float32-math float needs --dtype float32"),
     ]
     for args, status, text in cases:
         r = cli(*args, cwd=tmp_path)
