@@ -218,12 +218,60 @@ static inline void symgrad_untranspose_double(const double *restrict l, int64_t 
     symgrad_untranspose_double_generic(l, m, s, p, W);
 }
 
+/* float arguments and results, double lanes (float32 kernels computing in double) */
+static inline void symgrad_transpose_float_double(const float *restrict p, int64_t s, double *restrict l,
+                                                  int W) {
+    for (int64_t k = 0; k < s; ++k)
+        for (int64_t j = 0; j < W; ++j) l[k * W + j] = p[j * s + k];
+}
+
+static inline void symgrad_untranspose_double_float(const double *restrict l, int64_t m, int64_t s,
+                                                    float *restrict p, int W) {
+    for (int64_t j = 0; j < W; ++j)
+        for (int64_t k = 0; k < m; ++k) p[j * s + k] = (float)l[k * W + j];
+}
+
+/* floats: 4x4 tiles through SSE registers */
 static inline void symgrad_transpose_float(const float *restrict p, int64_t s, float *restrict l, int W) {
+#if defined(__SSE2__)
+    if (W % 4 == 0) {
+        const int64_t s4 = s - s % 4;
+        for (int64_t k = 0; k < s4; k += 4)
+            for (int j = 0; j < W; j += 4) {
+                const float *q = p + j * s + k;
+                __m128 r0 = _mm_loadu_ps(q), r1 = _mm_loadu_ps(q + s);
+                __m128 r2 = _mm_loadu_ps(q + 2 * s), r3 = _mm_loadu_ps(q + 3 * s);
+                _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+                _mm_storeu_ps(l + k * W + j, r0), _mm_storeu_ps(l + (k + 1) * W + j, r1);
+                _mm_storeu_ps(l + (k + 2) * W + j, r2), _mm_storeu_ps(l + (k + 3) * W + j, r3);
+            }
+        for (int64_t k = s4; k < s; ++k)
+            for (int j = 0; j < W; ++j) l[k * W + j] = p[j * s + k];
+        return;
+    }
+#endif
     symgrad_transpose_float_generic(p, s, l, W);
 }
 
 static inline void symgrad_untranspose_float(const float *restrict l, int64_t m, int64_t s,
                                              float *restrict p, int W) {
+#if defined(__SSE2__)
+    if (W % 4 == 0) {
+        const int64_t m4 = m - m % 4;
+        for (int64_t k = 0; k < m4; k += 4)
+            for (int j = 0; j < W; j += 4) {
+                float *q = p + j * s + k;
+                __m128 r0 = _mm_loadu_ps(l + k * W + j), r1 = _mm_loadu_ps(l + (k + 1) * W + j);
+                __m128 r2 = _mm_loadu_ps(l + (k + 2) * W + j), r3 = _mm_loadu_ps(l + (k + 3) * W + j);
+                _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+                _mm_storeu_ps(q, r0), _mm_storeu_ps(q + s, r1);
+                _mm_storeu_ps(q + 2 * s, r2), _mm_storeu_ps(q + 3 * s, r3);
+            }
+        for (int64_t k = m4; k < m; ++k)
+            for (int j = 0; j < W; ++j) p[j * s + k] = l[k * W + j];
+        return;
+    }
+#endif
     symgrad_untranspose_float_generic(l, m, s, p, W);
 }
 #endif

@@ -44,14 +44,28 @@ def render(prog, name, target, vector_bits, options, title=None) -> Kernel:
     return Kernel(name, head + "\n".join(src), cdecl, sched.ops, tuple(unit + "\n".join(p) for p in parts), cflags)
 
 
+def _lanes(sched, target):
+    """For each argument and result: whether the block passes it to the lane loop through an
+    array of lanes of the arithmetic type (arrays always: they are transposed). Where the
+    arithmetic type is wider than memory's (float32 computing in double), numbers too in
+    kernels without calls of maths functions, so that the lane loop touches one type only
+    (mixed, gcc vectorises it at the narrow type's width); around vector maths calls the
+    round trip through the stack costs more than it saves (examples/benchmark.py, float32:
+    seed 1.6x faster, trig2 1.5x slower)."""
+    wider = target.math != target.real and not sched.calls
+    return [a.size > 1 or wider for a in sched.args + sched.results]
+
+
 def _segments(sched, target, options):
     """Each segment runs its own SIMD loop over the lanes of a block in its own function.
     Within a block, lane j of number k of an argument or result (or scratch slot) sits at
     [k*W + j], so every access of the lane loop has unit stride."""
-    T, W, name = target.real, target.block, sched.name
+    L, W, name = target.math, target.block, sched.name
     names = [a.name for a in sched.args] + [r.name for r in sched.results]
-    params = ([f"const {T} *restrict {a.name}" for a in sched.args] + [f"{T} *restrict {r.name}" for r in sched.results]
-              + [f"{target.math} *restrict sg_t"])
+    types = [L if laned else target.real for laned in _lanes(sched, target)]  # of what the lanes read and write
+    params = ([f"const {t} *restrict {a.name}" for a, t in zip(sched.args, types)]
+              + [f"{t} *restrict {r.name}" for r, t in zip(sched.results, types[len(sched.args):])]
+              + [f"{L} *restrict sg_t"])
     call = ", ".join([c + " + sg_j" for c in names] + ["sg_t + sg_j"])
     multi = len(sched.segments) > 1
     printer = Printer(sched.names, target, options)
@@ -105,10 +119,12 @@ def _entry_points(sched, target, plain, options):
     params = [f"const {T} *restrict {c}" for c in arg_names] + [f"{T} *restrict {c}" for c in res_names]
     printer = Printer({}, target, options)
     out = []
+    L, lanes = target.math, _lanes(sched, target)
+    move = "" if L == T else f"_{L}"
     # Numbers of array results that never change: a table, and a fill of np points.
     fixed = {r.name: f for r, f in zip(sched.results, sched.fixed) if f}
-    computed = {r.name: _runs(set(range(r.size)) - set(f)) for r, f in zip(sched.results, sched.fixed)
-                if r.size > 1}
+    computed = {r.name: _runs(set(range(r.size)) - set(f)) for r, f, laned in
+                zip(sched.results, sched.fixed, lanes[len(arg_names):]) if laned}
     for c, entries in fixed.items():
         s = res_sizes[c]
         table = [printer.doprint(entries[k]) if k in entries else "0" for k in range(s)]
@@ -121,15 +137,16 @@ def _entry_points(sched, target, plain, options):
                 "    }", "}", ""]
     # A block of W points: transpose arrays to lanes-innermost, run the SIMD lane loop, transpose
     # back the computed entries, and write the fixed ones unless the caller has (sg_fill = 0).
-    soa = [c if s == 1 else f"sg_soa_{c}" for c, s in zip(names, sizes)] + ["sg_t"]
-    block_locals = [(target.math, "sg_t", max(1, sched.scratch * W))] + \
-        [(T, f"sg_soa_{c}", W * s) for c, s in zip(names, sizes) if s > 1]
+    soa = [f"sg_soa_{c}" if laned else c for c, laned in zip(names, lanes)] + ["sg_t"]
+    block_locals = [(L, "sg_t", max(1, sched.scratch * W))] + \
+        [(L, f"sg_soa_{c}", W * s) for c, s, laned in zip(names, sizes, lanes) if laned]
     block = [f"static inline void {name}_block({', '.join(params)}, int sg_fill) {{"]
     block += [_local(t, v, n, options)[0] for t, v, n in block_locals]
-    block += [f"    symgrad_transpose_{T}({c}, {s}, sg_soa_{c}, {W});" for c, s in zip(arg_names, sizes) if s > 1]
+    block += [f"    symgrad_transpose_{T}{move}({c}, {s}, sg_soa_{c}, {W});"
+              for c, s, laned in zip(arg_names, sizes, lanes) if laned]
     block += [f"    {name}_l{i}({', '.join(soa)});" for i in range(len(sched.segments))]
-    block += [f"    symgrad_untranspose_{T}(sg_soa_{c} + {a * W}, {b - a}, {res_sizes[c]}, {c} + {a}, {W});"
-              for c, runs in computed.items() for a, b in runs]
+    block += [f"    symgrad_untranspose_{L}{'' if L == T else '_' + T}(sg_soa_{c} + {a * W}, {b - a}, "
+              f"{res_sizes[c]}, {c} + {a}, {W});" for c, runs in computed.items() for a, b in runs]
     block += [f"    if (sg_fill) {name}_fill_{c}({c}, {W});" for c in fixed]
     block += [line for t, v, n in block_locals for line in _local(t, v, n, options)[1:]]
     block += ["}", ""]

@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 # and results do not depend on vectorisation or thread count. sin/cos are not builtins so
 # that gcc keeps them apart (its sincos fusion cannot be vectorised).
 _CPU_FLAGS = ("-O3", "-fno-math-errno", "-ffp-contract=off", "-fno-builtin-sin", "-fno-builtin-cos",
+              "-fno-builtin-sinf", "-fno-builtin-cosf",
               "-fPIC", "-shared", "-march=native")
 _SHARED = ("-shared",)
 
