@@ -15,8 +15,9 @@
 #include <immintrin.h>
 #endif
 
-/* Generated kernels evaluate points in blocks of one SIMD vector (4 doubles or 8 floats;
- * 8 or 16 for kernels of scalars on CPUs with 512-bit vectors). Every point of every call,
+/* Generated kernels evaluate points in blocks of one SIMD vector of their arithmetic type
+ * (4 doubles, float32 kernels computing in double included, or 8 floats; 8 or 16 for
+ * kernels of scalars on CPUs with 512-bit vectors). Every point of every call,
  * tails and single points included, runs through the same block code, so a result never
  * depends on the batch size or the thread count.
  *
@@ -146,7 +147,8 @@ static inline void *symgrad_alloc(size_t bytes) {
 /* A block's W points of s numbers move between point order (p[j*s + k]) and lane order
  * (l[k*W + j]): symgrad_transpose_T(p, s, l, W) for arguments, and for results
  * symgrad_untranspose_T(l, m, s, p, W), which writes the first m numbers of each point.
- * With AVX, whole 4x4 tiles of doubles move through registers. */
+ * With AVX, whole 4x4 tiles of doubles move through registers (floats: SSE registers);
+ * float arguments of double lanes convert on the way (symgrad_transpose_float_double). */
 #define SYMGRAD_TRANSPOSE(T)                                                               \
     static inline void symgrad_transpose_##T##_generic(const T *restrict p, int64_t s,     \
                                                        T *restrict l, int W) {             \

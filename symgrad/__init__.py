@@ -23,7 +23,7 @@ def compile(f=None, shapes=None, *, dtype=None, options=None):
     ``@compile(shapes=...)``. ``f`` is traced once, at the first call of the Function or
     of any derivative taken from it; ``dtype`` is "float64" (the default) or "float32";
     ``options`` (a symgrad.Options) tunes the code. A Function given as ``f`` is returned as
-    it is; asking it for other shapes, dtype or options raises (compile the Python function)."""
+    it is; asking it for other shapes, dtype or options than its own raises."""
     if f is None:
         return lambda g: compile(g, shapes, dtype=dtype, options=options)
     if isinstance(f, Function):
@@ -39,22 +39,24 @@ def compile(f=None, shapes=None, *, dtype=None, options=None):
     name = getattr(f, "__name__", "f")
     if name == "<lambda>":
         name = "lambda"
-    return Function(name, Source(f, shapes, method=method), dtype or "float64", args=tuple(zip(names, core)),
-                    options=options)
+    return Function(name, Source(f, shapes, method=method), "float64" if dtype is None else dtype,
+                    args=tuple(zip(names, core)), options=options)
 
 
 def _as_compiled(F, shapes, dtype, options):
     """``F`` itself, where what was asked of it is what it is (else a ValueError: a silently
     float64 kernel for a float32 request is a wrong result)."""
     import numpy as np
-    asked = [("shapes", shapes is not None, shapes, "its traced shapes"),
+    own = [s for _, s in F.args]
+    asked = [("shapes", shapes is not None and [(s,) if isinstance(s, int) else tuple(s) for s in shapes] != own,
+              shapes, f"shapes={own}"),
              ("dtype", dtype is not None and np.dtype(dtype) != F.dtype, dtype, f"dtype={str(F.dtype)!r}"),
              ("options", options is not None and options != F.options, options, repr(F.options))]
     for what, differs, value, has in asked:
         if differs:
             raise ValueError(f"{F.py_name} is already a compiled Function ({has}); it cannot take {what}="
-                             f"{value!r}: compile the Python function with them, symgrad.compile(f, ..., "
-                             f"{what}=...)")
+                             f"{value!r}: compile its Python function (or sympy expressions, from_sympy) with "
+                             f"{what}=... instead")
     return F
 
 

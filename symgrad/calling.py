@@ -98,9 +98,9 @@ class Plan:
             for a in args:
                 if type(a) not in _PYNUM:
                     break
-                if self.narrow and _FLOAT32_MAX < abs(a) < math.inf:  # numpy's cast: inf, and its warning
-                    args = tuple(np.float32(float(x)) for x in args)
             else:
+                if self.narrow and any(_FLOAT32_MAX < abs(a) < math.inf for a in args):
+                    args = tuple(np.float32(float(x)) for x in args)  # numpy's cast: inf, and its warning
                 return self.call_scalar(args)
         if len(args) != self.nargs:
             names = ", ".join(name for name, _ in self.args)

@@ -135,8 +135,9 @@ def _entry_points(sched, target, plain, options):
                 *[f"        for (int sg_k = {a}; sg_k < {b}; ++sg_k) {c}[sg_j*{s} + sg_k] = sg_tab[sg_k];"
                   for a, b in _runs(entries)],
                 "    }", "}", ""]
-    # A block of W points: transpose arrays to lanes-innermost, run the SIMD lane loop, transpose
-    # back the computed entries, and write the fixed ones unless the caller has (sg_fill = 0).
+    # A block of W points: transpose what goes through lane arrays (_lanes) to lanes-innermost,
+    # run the SIMD lane loop, transpose back the computed entries, and write the fixed ones
+    # unless the caller has (sg_fill = 0).
     soa = [f"sg_soa_{c}" if laned else c for c, laned in zip(names, lanes)] + ["sg_t"]
     block_locals = [(L, "sg_t", max(1, sched.scratch * W))] + \
         [(L, f"sg_soa_{c}", W * s) for c, s, laned in zip(names, sizes, lanes) if laned]

@@ -24,7 +24,7 @@ class Target:
     kind: str                 # "cpu" (the in-process kernel), "c99" (standalone), "cuda"
     real: str                 # C type of the numbers in memory: arguments and results
     itemsize: int
-    math: str                 # C type the arithmetic runs in: locals, scratch, <math.h> (sinf for float)
+    math: str                 # C type the arithmetic runs in: locals, scratch, lanes, <math.h> (sinf for float)
     restrict: str = "restrict"
     device: str = ""          # qualifier of per-point functions ("__device__")
     inline: str = "static inline"

@@ -203,6 +203,14 @@ def test_float32_scalar_call_past_float32_range_warns_as_the_array_call():
     with np.errstate(over="raise"), pytest.raises(FloatingPointError):
         G(1e39, 1.0)
     assert G(3.0, 2.0) == np.float32(6.0) and G(math.inf, 2.0) == np.inf
+    # the other arguments keep their own checks and shapes (review find: they were cast first)
+    with pytest.warns(RuntimeWarning, match="overflow encountered in cast"):
+        r = G(1e39, np.array([2.0, -3.0]))
+    np.testing.assert_array_equal(r, np.array([np.inf, -np.inf], np.float32))
+    with pytest.raises(TypeError, match="argument 'y' must be real numbers"):
+        G(1e39, "5")
+    with pytest.raises(TypeError, match="argument 'y' is complex"):
+        G(1e39, 1j)
 
 
 def test_a_compiled_function_is_never_silently_recompiled_as_something_else(tmp_path):
@@ -219,6 +227,12 @@ def test_a_compiled_function_is_never_silently_recompiled_as_something_else(tmp_
             symgrad.codegen.generate(F, tmp_path / "gen", **kw)
     G = symgrad.compile(seed, dtype="float32")
     assert symgrad.compile(G) is G and symgrad.grad(G)(np.float32(3.0)) == np.float32(-75279680)
+    assert symgrad.compile(F, shapes=[()]) is F  # its own shapes, in either spelling
+    A = symgrad.compile(lambda x: x @ x, shapes=[3])
+    assert symgrad.compile(A, shapes=[(3,)]) is A and symgrad.compile(A, shapes=[3]) is A
+    for bad in (0, "", "float16"):
+        with pytest.raises(ValueError, match="dtype must be 'float64' or 'float32'"):
+            symgrad.compile(seed, dtype=bad)
 
 
 def test_float32_math_float_is_single_precision_throughout():
