@@ -163,6 +163,38 @@ static inline void *symgrad_alloc(size_t bytes) {
 SYMGRAD_TRANSPOSE(double)
 SYMGRAD_TRANSPOSE(float)
 
+/* Whole 4x4 tiles through registers of type V (LOAD/STORE unaligned, T4X4 transposes four
+ * rows in place), the numbers past the last whole tile one by one; W a multiple of 4. */
+#define SYMGRAD_TILED(T, V, LOAD, STORE, T4X4)                                                   \
+    static inline void symgrad_transpose_##T##_tiled(const T *restrict p, int64_t s,             \
+                                                     T *restrict l, int W) {                     \
+        const int64_t s4 = s - s % 4;                                                            \
+        for (int64_t k = 0; k < s4; k += 4)                                                      \
+            for (int j = 0; j < W; j += 4) {                                                     \
+                const T *q = p + j * s + k;                                                      \
+                V r0 = LOAD(q), r1 = LOAD(q + s), r2 = LOAD(q + 2 * s), r3 = LOAD(q + 3 * s);   \
+                T4X4(r0, r1, r2, r3);                                                            \
+                STORE(l + k * W + j, r0), STORE(l + (k + 1) * W + j, r1);                        \
+                STORE(l + (k + 2) * W + j, r2), STORE(l + (k + 3) * W + j, r3);                  \
+            }                                                                                    \
+        for (int64_t k = s4; k < s; ++k)                                                         \
+            for (int j = 0; j < W; ++j) l[k * W + j] = p[j * s + k];                             \
+    }                                                                                            \
+    static inline void symgrad_untranspose_##T##_tiled(const T *restrict l, int64_t m,           \
+                                                       int64_t s, T *restrict p, int W) {        \
+        const int64_t m4 = m - m % 4;                                                            \
+        for (int64_t k = 0; k < m4; k += 4)                                                      \
+            for (int j = 0; j < W; j += 4) {                                                     \
+                T *q = p + j * s + k;                                                            \
+                V r0 = LOAD(l + k * W + j), r1 = LOAD(l + (k + 1) * W + j);                      \
+                V r2 = LOAD(l + (k + 2) * W + j), r3 = LOAD(l + (k + 3) * W + j);                \
+                T4X4(r0, r1, r2, r3);                                                            \
+                STORE(q, r0), STORE(q + s, r1), STORE(q + 2 * s, r2), STORE(q + 3 * s, r3);      \
+            }                                                                                    \
+        for (int64_t k = m4; k < m; ++k)                                                         \
+            for (int j = 0; j < W; ++j) p[j * s + k] = l[k * W + j];                             \
+    }
+
 #if defined(__AVX__)
 /* rows r0..r3 (4 doubles each) -> columns, in place */
 #define SYMGRAD_T4X4(r0, r1, r2, r3)                                                      \
@@ -174,51 +206,36 @@ SYMGRAD_TRANSPOSE(float)
         r2 = _mm256_permute2f128_pd(t0, t2, 0x31);                                        \
         r3 = _mm256_permute2f128_pd(t1, t3, 0x31);                                        \
     } while (0)
+SYMGRAD_TILED(double, __m256d, _mm256_loadu_pd, _mm256_storeu_pd, SYMGRAD_T4X4)
+#endif
+#if defined(__SSE2__)
+SYMGRAD_TILED(float, __m128, _mm_loadu_ps, _mm_storeu_ps, _MM_TRANSPOSE4_PS)
 #endif
 
-static inline void symgrad_transpose_double(const double *restrict p, int64_t s, double *restrict l,
-                                            int W) {
-#if defined(__AVX__)
-    if (W % 4 == 0) {
-        const int64_t s4 = s - s % 4;
-        for (int64_t k = 0; k < s4; k += 4)
-            for (int j = 0; j < W; j += 4) {
-                const double *q = p + j * s + k;
-                __m256d r0 = _mm256_loadu_pd(q), r1 = _mm256_loadu_pd(q + s);
-                __m256d r2 = _mm256_loadu_pd(q + 2 * s), r3 = _mm256_loadu_pd(q + 3 * s);
-                SYMGRAD_T4X4(r0, r1, r2, r3);
-                _mm256_storeu_pd(l + k * W + j, r0), _mm256_storeu_pd(l + (k + 1) * W + j, r1);
-                _mm256_storeu_pd(l + (k + 2) * W + j, r2), _mm256_storeu_pd(l + (k + 3) * W + j, r3);
-            }
-        for (int64_t k = s4; k < s; ++k)
-            for (int j = 0; j < W; ++j) l[k * W + j] = p[j * s + k];
-        return;
+/* symgrad_transpose_T / symgrad_untranspose_T: in tiles where TILES keeps them (SYMGRAD_KEEP:
+ * the registers exist), else number by number */
+#define SYMGRAD_KEEP(...) __VA_ARGS__
+#define SYMGRAD_DROP(...)
+#define SYMGRAD_TRANSPOSE_ENTRY(T, TILES)                                                          \
+    static inline void symgrad_transpose_##T(const T *restrict p, int64_t s, T *restrict l, int W) { \
+        TILES(if (W % 4 == 0) { symgrad_transpose_##T##_tiled(p, s, l, W); return; })             \
+        symgrad_transpose_##T##_generic(p, s, l, W);                                               \
+    }                                                                                              \
+    static inline void symgrad_untranspose_##T(const T *restrict l, int64_t m, int64_t s,         \
+                                               T *restrict p, int W) {                            \
+        TILES(if (W % 4 == 0) { symgrad_untranspose_##T##_tiled(l, m, s, p, W); return; })        \
+        symgrad_untranspose_##T##_generic(l, m, s, p, W);                                          \
     }
-#endif
-    symgrad_transpose_double_generic(p, s, l, W);
-}
-
-static inline void symgrad_untranspose_double(const double *restrict l, int64_t m, int64_t s,
-                                              double *restrict p, int W) {
 #if defined(__AVX__)
-    if (W % 4 == 0) {
-        const int64_t m4 = m - m % 4;
-        for (int64_t k = 0; k < m4; k += 4)
-            for (int j = 0; j < W; j += 4) {
-                double *q = p + j * s + k;
-                __m256d r0 = _mm256_loadu_pd(l + k * W + j), r1 = _mm256_loadu_pd(l + (k + 1) * W + j);
-                __m256d r2 = _mm256_loadu_pd(l + (k + 2) * W + j), r3 = _mm256_loadu_pd(l + (k + 3) * W + j);
-                SYMGRAD_T4X4(r0, r1, r2, r3);
-                _mm256_storeu_pd(q, r0), _mm256_storeu_pd(q + s, r1);
-                _mm256_storeu_pd(q + 2 * s, r2), _mm256_storeu_pd(q + 3 * s, r3);
-            }
-        for (int64_t k = m4; k < m; ++k)
-            for (int j = 0; j < W; ++j) p[j * s + k] = l[k * W + j];
-        return;
-    }
+SYMGRAD_TRANSPOSE_ENTRY(double, SYMGRAD_KEEP)
+#else
+SYMGRAD_TRANSPOSE_ENTRY(double, SYMGRAD_DROP)
 #endif
-    symgrad_untranspose_double_generic(l, m, s, p, W);
-}
+#if defined(__SSE2__)
+SYMGRAD_TRANSPOSE_ENTRY(float, SYMGRAD_KEEP)
+#else
+SYMGRAD_TRANSPOSE_ENTRY(float, SYMGRAD_DROP)
+#endif
 
 /* float arguments and results, double lanes (float32 kernels computing in double) */
 static inline void symgrad_transpose_float_double(const float *restrict p, int64_t s, double *restrict l,
@@ -231,50 +248,6 @@ static inline void symgrad_untranspose_double_float(const double *restrict l, in
                                                     float *restrict p, int W) {
     for (int64_t j = 0; j < W; ++j)
         for (int64_t k = 0; k < m; ++k) p[j * s + k] = (float)l[k * W + j];
-}
-
-/* floats: 4x4 tiles through SSE registers */
-static inline void symgrad_transpose_float(const float *restrict p, int64_t s, float *restrict l, int W) {
-#if defined(__SSE2__)
-    if (W % 4 == 0) {
-        const int64_t s4 = s - s % 4;
-        for (int64_t k = 0; k < s4; k += 4)
-            for (int j = 0; j < W; j += 4) {
-                const float *q = p + j * s + k;
-                __m128 r0 = _mm_loadu_ps(q), r1 = _mm_loadu_ps(q + s);
-                __m128 r2 = _mm_loadu_ps(q + 2 * s), r3 = _mm_loadu_ps(q + 3 * s);
-                _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
-                _mm_storeu_ps(l + k * W + j, r0), _mm_storeu_ps(l + (k + 1) * W + j, r1);
-                _mm_storeu_ps(l + (k + 2) * W + j, r2), _mm_storeu_ps(l + (k + 3) * W + j, r3);
-            }
-        for (int64_t k = s4; k < s; ++k)
-            for (int j = 0; j < W; ++j) l[k * W + j] = p[j * s + k];
-        return;
-    }
-#endif
-    symgrad_transpose_float_generic(p, s, l, W);
-}
-
-static inline void symgrad_untranspose_float(const float *restrict l, int64_t m, int64_t s,
-                                             float *restrict p, int W) {
-#if defined(__SSE2__)
-    if (W % 4 == 0) {
-        const int64_t m4 = m - m % 4;
-        for (int64_t k = 0; k < m4; k += 4)
-            for (int j = 0; j < W; j += 4) {
-                float *q = p + j * s + k;
-                __m128 r0 = _mm_loadu_ps(l + k * W + j), r1 = _mm_loadu_ps(l + (k + 1) * W + j);
-                __m128 r2 = _mm_loadu_ps(l + (k + 2) * W + j), r3 = _mm_loadu_ps(l + (k + 3) * W + j);
-                _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
-                _mm_storeu_ps(q, r0), _mm_storeu_ps(q + s, r1);
-                _mm_storeu_ps(q + 2 * s, r2), _mm_storeu_ps(q + 3 * s, r3);
-            }
-        for (int64_t k = m4; k < m; ++k)
-            for (int j = 0; j < W; ++j) p[j * s + k] = l[k * W + j];
-        return;
-    }
-#endif
-    symgrad_untranspose_float_generic(l, m, s, p, W);
 }
 #endif
 

@@ -158,10 +158,7 @@ def _pick_chains(body, exprs):
     links = {t: e.args for t, e in body if isinstance(e, sp.Piecewise) and len(e.args) == 2
              and e.args[1].cond == sp.true}
     uses = defaultdict(int)
-    for _, e in body:
-        for x in _value_symbols(e):
-            uses[x] += 1
-    for e in exprs:
+    for e in [e for _, e in body] + list(exprs):
         for x in _value_symbols(e):
             uses[x] += 1
     inner = {}  # link -> the link it continues
@@ -291,7 +288,7 @@ def jacobian(prog, argnums, limit, prefix="jac_", stack=False):
 def hessian(prog, argnums, limit, g=None):
     """Second derivatives: the Jacobian of the gradient program ``g`` (made here unless
     given), reverse over reverse."""
-    g = g or grad(prog, argnums, limit)
+    g = grad(prog, argnums, limit) if g is None else g
     # a closed-form gradient (no body) is differentiated in closed form again
     h = jacobian(g, argnums, 0 if g.body else None, prefix="d2_")
     outs = []
@@ -309,7 +306,7 @@ def hvp(prog, argnums, limit, g=None):
     ``v_<argument>`` (new arguments after the program's), one local partial per operand:
     linear in the gradient's size."""
     _check_scalar(prog, "hvp")
-    g = g or grad(prog, argnums, limit)
+    g = grad(prog, argnums, limit) if g is None else g
     names = tangent_names([a.name for a in prog.args], argnums)
     tangents = tuple(SymArg(t, prog.args[i].shape, arg_symbols(SymArg(t, prog.args[i].shape, ())))
                      for t, i in zip(names, argnums))

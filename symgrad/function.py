@@ -123,8 +123,7 @@ class Function:
             return D.with_value(prog, gradient(), limit)
         if kind == "hvp":
             return D.hvp(prog, nums, limit, gradient())
-        if kind == "hessian":
-            g = gradient()
+        g = gradient() if kind == "hessian" else None
         with stage(self.c_name, "differentiate", expect=self._expect("differentiate")):
             if kind == "hessian":
                 return D.hessian(prog, nums, limit, g)

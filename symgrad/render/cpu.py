@@ -50,8 +50,8 @@ def _lanes(sched, target):
     arithmetic type is wider than memory's (float32 computing in double), numbers too in
     kernels without calls of maths functions, so that the lane loop touches one type only
     (mixed, gcc vectorises it at the narrow type's width); around vector maths calls the
-    round trip through the stack costs more than it saves (examples/benchmark.py, float32:
-    seed 1.6x faster, trig2 1.5x slower)."""
+    round trip through the stack costs more than it saves (measured each way on
+    examples/benchmark.py's float32 rows: seed faster with lane arrays, trig2 slower)."""
     wider = target.math != target.real and not sched.calls
     return [a.size > 1 or wider for a in sched.args + sched.results]
 
@@ -120,7 +120,9 @@ def _entry_points(sched, target, plain, options):
     printer = Printer({}, target, options)
     out = []
     L, lanes = target.math, _lanes(sched, target)
-    move = "" if L == T else f"_{L}"
+    # point order <-> lane order (converting between the types where they differ: csrc/symgrad_rt.h)
+    into = f"symgrad_transpose_{T}" + ("" if L == T else f"_{L}")
+    back = f"symgrad_untranspose_{L}" + ("" if L == T else f"_{T}")
     # Numbers of array results that never change: a table, and a fill of np points.
     fixed = {r.name: f for r, f in zip(sched.results, sched.fixed) if f}
     computed = {r.name: _runs(set(range(r.size)) - set(f)) for r, f, laned in
@@ -143,11 +145,10 @@ def _entry_points(sched, target, plain, options):
         [(L, f"sg_soa_{c}", W * s) for c, s, laned in zip(names, sizes, lanes) if laned]
     block = [f"static inline void {name}_block({', '.join(params)}, int sg_fill) {{"]
     block += [_local(t, v, n, options)[0] for t, v, n in block_locals]
-    block += [f"    symgrad_transpose_{T}{move}({c}, {s}, sg_soa_{c}, {W});"
-              for c, s, laned in zip(arg_names, sizes, lanes) if laned]
+    block += [f"    {into}({c}, {s}, sg_soa_{c}, {W});" for c, s, laned in zip(arg_names, sizes, lanes) if laned]
     block += [f"    {name}_l{i}({', '.join(soa)});" for i in range(len(sched.segments))]
-    block += [f"    symgrad_untranspose_{L}{'' if L == T else '_' + T}(sg_soa_{c} + {a * W}, {b - a}, "
-              f"{res_sizes[c]}, {c} + {a}, {W});" for c, runs in computed.items() for a, b in runs]
+    block += [f"    {back}(sg_soa_{c} + {a * W}, {b - a}, {res_sizes[c]}, {c} + {a}, {W});"
+              for c, runs in computed.items() for a, b in runs]
     block += [f"    if (sg_fill) {name}_fill_{c}({c}, {W});" for c in fixed]
     block += [line for t, v, n in block_locals for line in _local(t, v, n, options)[1:]]
     block += ["}", ""]
