@@ -39,7 +39,8 @@ def compile(f=None, shapes=None, *, dtype=None, options=None):
     name = getattr(f, "__name__", "f")
     if name == "<lambda>":
         name = "lambda"
-    return Function(name, Source(f, shapes, method=method), "float64" if dtype is None else dtype,
+    loop_min = (options or Options()).loop_min_size
+    return Function(name, Source(f, shapes, method=method, loop_min=loop_min), "float64" if dtype is None else dtype,
                     args=tuple(zip(names, core)), options=options)
 
 

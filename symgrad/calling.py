@@ -204,6 +204,24 @@ class Plan:
         return nest(self.structure, flat)
 
 
+_DATA = {}  # library key -> the data arrays its loops read, and the pointer table given to it
+
+
+def bind_data(lib, key, name, data):
+    """Give a loaded kernel with loops the addresses of its data arrays (read-only copies made
+    at trace time, equal in content for every Function of this key), once per process."""
+    with _DATA_LOCK:
+        if key in _DATA:
+            return
+        ffi = lib.ffi
+        ptrs = ffi.new("void *[]", [ffi.cast("void *", ffi.from_buffer(d)) for d in data])
+        getattr(lib.lib, TARGETS["cpu", "float64"].entry(name, "data"))(ptrs)
+        _DATA[key] = (data, ptrs)
+
+
+_DATA_LOCK = threading.Lock()
+
+
 def real_array(x, name, dtype):
     if isinstance(x, np.ma.MaskedArray):
         raise TypeError(f"argument {name!r} is a masked array; pass plain values (e.g. x.filled(np.nan))")

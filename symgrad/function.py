@@ -69,8 +69,22 @@ class Function:
 
     @property
     def program(self):
-        """The traced program (the IR) this Function and its derivatives are made from."""
-        return self._source.program(self.name)
+        """The traced program (the IR) this Function is made from: where arrays stayed loops
+        that its derivatives cannot be taken of (loops.supports), the function traced unrolled."""
+        return self._effective().program(self.name)
+
+    def _effective(self):
+        prog = self._source.program(self.name)
+        if prog.has_loops:
+            from .loops import supports
+            if not supports(prog, self._steps):
+                return self._source.unrolled(self.name)
+        return self._source
+
+    @property
+    def loops(self):
+        """Whether this Function's kernel runs loops (arrays kept as arrays, tracing/lazy.py)."""
+        return self.program.has_loops
 
     @property
     def key(self):
@@ -102,10 +116,24 @@ class Function:
         """This Function's results as a sympy program (derivatives taken, not optimised).
         A gradient program is made once per Source (Source.derived): the one taken for
         F.grad is the one F.value_and_grad, F.hessian and F.hvp build on."""
-        prog = self._source.symbolic(self.name)
+        src = self._effective()
+        if src.program(self.name).has_loops:
+            return self._loop_symbolic(src)
+        prog = src.symbolic(self.name)
         for i, (kind, nums) in enumerate(self._steps):
             prog = self._step(prog, kind, nums, self._steps[:i])
         return prog
+
+    def _loop_symbolic(self, src):
+        """The loops.LoopProgram of this Function's results."""
+        from . import loops
+        from .program import tangent_names
+        lp = src.loop_program(self.name)
+        with stage(self.c_name, "differentiate", expect=self._expect("differentiate")):
+            for kind, nums in self._steps:
+                tangents = tangent_names([a.name for a in lp.args], nums) if kind == "hvp" else ()
+                lp = loops.derive(lp, kind, nums, tangents)
+        return lp
 
     def _step(self, prog, kind, nums, before):
         """One derivative of ``prog``, the program of the steps ``before``."""
@@ -150,6 +178,9 @@ class Function:
                 if [o.shape for o in prog.outputs] != shapes:
                     raise CompileError(f"{self.c_name}: results of shapes {[o.shape for o in prog.outputs]}"
                                        f", expected {shapes} (a bug in symgrad)")
+                if self.loops:  # common subexpressions are shared as it is printed
+                    self._optimized = prog
+                    return prog
                 with stage(self.c_name, "optimize", lambda: f" ({len(prog.body)} assignments)",
                            self._expect("optimize")):
                     self._optimized = optimize(prog, self.options)
@@ -174,8 +205,13 @@ class Function:
                 from .render import pick, render
                 prog = self.optimized()
                 with stage(self.c_name, "generate C", expect=self._expect("generate C")):
-                    self._kernel = render(prog, self.c_name, pick("cpu", self.dtype, self.options), vector_bits(),
-                                          self.options, title=self.title)
+                    target = pick("cpu", self.dtype, self.options)
+                    if self.loops:
+                        from .render.loops import render_loops
+                        self._kernel = render_loops(prog, self.c_name, target, self.options, title=self.title)
+                    else:
+                        self._kernel = render(prog, self.c_name, target, vector_bits(), self.options,
+                                              title=self.title)
                     self._kernel_bits = vector_bits()
             return self._kernel
 
@@ -190,6 +226,7 @@ class Function:
         from .render import pick
         if target not in ("c99", "cuda"):
             raise ValueError(f"target must be 'c99' or 'cuda', got {target!r}")
+        self._no_loops(f"standalone {target} source")
         if target == "cuda":
             from .render.cuda import render_cuda as emit
         else:
@@ -230,6 +267,8 @@ class Function:
                     with stage(self.c_name, "C compile", lambda: f" ({k.ops} operations)",
                                lambda: (k.ops, C_COMPILE_BASE + RATES["C compile"] * k.ops)):
                         lib = build.build(key, k.source, k.cdecl, parts=k.parts, extra_flags=k.cflags, meta=meta)
+                if self.program.data:
+                    calling.bind_data(lib, key, self.c_name, self.program.data)
                 shapes = [tuple(s) for s in cache.library_meta(lib)["results"]]
                 self._plan = calling.Plan(self.c_name, self.args, shapes, self.dtype, self._structure, lib,
                                           self.options.stream_bytes)
@@ -240,6 +279,13 @@ class Function:
         """The loaded kernel and how it is called (calling.Plan: shapes, store policy)."""
         return self._plan or self._library()
 
+    def _no_loops(self, what):
+        if self.loops:
+            from .errors import CompileError
+            raise CompileError(f"{self.c_name}: {what} of a function whose arrays stayed loops (data read by "
+                               "pointer) is not available; compile it with "
+                               "options=symgrad.Options(loop_min_size=0) to trace every array element by element")
+
     # -- derived functions ---------------------------------------------------------------
     @property
     def expr(self):
@@ -248,6 +294,7 @@ class Function:
         import sympy as sp
 
         from .realfns import standard
+        self._no_loops("a closed form (.expr)")
         prog = self.symbolic()
         flat = [standard(e) for e in prog.inlined()]
         outs, k = [], 0

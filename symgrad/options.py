@@ -45,6 +45,10 @@ class Options:
     # 1.8e308) or "float" (every operation in float: faster, but an intermediate past
     # 3.4e38 overflows, see README: Batches).
     float32_math: str = "double"
+    # Arrays of at least this many entries (arguments, closed-over numeric data, what numpy
+    # computes of them) stay loops where the operations on them allow (tracing/lazy.py):
+    # compile time then does not grow with their size. 0: every array element by element.
+    loop_min_size: int = 128
 
     def __post_init__(self):
         if self.float32_math not in ("double", "float"):

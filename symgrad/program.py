@@ -31,7 +31,8 @@ class Arg:
 class Output:
     name: str
     shape: tuple
-    refs: tuple  # node indices, C order
+    refs: tuple  # node indices, C order; with loops: the one node of every entry
+    loops: tuple = ()  # ((index variable, extent), ...): entry (i, j, ...) is refs[0] there
 
     @property
     def size(self):
@@ -43,14 +44,22 @@ class Program:
     args: tuple     # of Arg
     nodes: tuple    # of (op, *operands)
     outputs: tuple  # of Output
+    data: tuple = ()  # read-only numpy arrays the loops read (``("read", "d", k, index)``)
 
     @cached_property
     def key(self) -> str:
-        """Hash of everything the program computes: ops, exact constants, shapes, names."""
-        return hashlib.sha256(repr((self.args, self.nodes, self.outputs)).encode()).hexdigest()
+        """Hash of everything the program computes: ops, exact constants, shapes, names, and
+        the data arrays by content."""
+        digests = [(str(d.dtype), d.shape, hashlib.sha256(d.tobytes()).hexdigest()) for d in self.data]
+        return hashlib.sha256(repr((self.args, self.nodes, self.outputs, digests)).encode()).hexdigest()
+
+    @cached_property
+    def has_loops(self) -> bool:
+        """Whether array operations stayed loops (see tracing/lazy.py)."""
+        return any(n[0] in ("read", "sum") for n in self.nodes) or any(o.loops for o in self.outputs)
 
     def __reduce__(self):  # pickled without its cached key: recomputed where it is loaded
-        return Program, (self.args, self.nodes, self.outputs)
+        return Program, (self.args, self.nodes, self.outputs, self.data)
 
     def __str__(self):
         """One assignment a line, like a jaxpr: ``t3 = mul t1 t2``."""
@@ -65,9 +74,17 @@ class Program:
         sig = ", ".join(f"{a.name}{list(a.shape) if a.shape else ''}" for a in self.args)
         lines = [f"{{ lambda {sig} ."]
         for i, n in enumerate(self.nodes):
-            if n[0] not in ("const", "arg"):
+            if n[0] == "read":
+                name = self.args[n[2]].name if n[1] == "a" else f"data{n[2]}"
+                lines.append(f"    t{i} = {name}[{index_text(n[3])}]")
+            elif n[0] == "sum":
+                lines.append(f"    t{i} = sum {ref(n[1])} over {', '.join(f'i{v}<{e}' for v, e in n[2])}")
+            elif n[0] not in ("const", "arg"):
                 lines.append(f"    t{i} = {n[0]} {' '.join(ref(j) for j in n[1:])}")
         for o in self.outputs:
+            if o.loops:
+                lines.append(f"    {o.name}[{', '.join(f'i{v}<{e}' for v, e in o.loops)}] = {ref(o.refs[0])}")
+                continue
             refs = ", ".join(ref(j) for j in o.refs)
             lines.append(f"    {o.name}{list(o.shape) if o.shape else ''} = "
                          + (refs if o.shape == () else f"[{refs}]"))
@@ -75,6 +92,14 @@ class Program:
 
     def count_ops(self):
         return sum(1 for n in self.nodes if n[0] not in ("const", "arg"))
+
+
+def index_text(index):
+    """An affine index (tracing/lazy.py) as text: ``3*i1 + 2``, gathers as ``data4[i2]``."""
+    c, terms = index
+    parts = [(f"i{t}" if isinstance(t, int) else f"data{t[1]}[{index_text(t[2])}]") + ("" if k == 1 else f"*{k}")
+             for t, k in terms]
+    return " + ".join(parts + ([str(c)] if c or not parts else []))
 
 
 def const_key(c):
@@ -122,8 +147,26 @@ def const_value(node):
 class Builder:
     """Records nodes with value numbering; ``node(...)`` returns the index."""
 
-    def __init__(self):
+    def __init__(self, loop_min=0):
         self.nodes, self.index = [], {}
+        self.loop_min = loop_min  # arrays of at least this many entries stay loops (0: never)
+        self.data, self._data_ids, self.vars = [], {}, 0
+        self.large = False  # whether the trace met an array of at least loop_min entries
+
+    def add_data(self, arr):
+        """Index of a read-only copy of numeric array ``arr`` among the program's data."""
+        k = self._data_ids.get(id(arr))
+        if k is not None and self.data[k][1] is arr:
+            return k
+        copy = np.array(arr, dtype=np.int64 if arr.dtype.kind in "biu" else np.float64, order="C")
+        copy.setflags(write=False)
+        self._data_ids[id(arr)] = len(self.data)
+        self.data.append((copy, arr))
+        return len(self.data) - 1
+
+    def new_var(self):
+        self.vars += 1
+        return self.vars - 1
 
     def node(self, *n):
         i = self.index.get(n)
@@ -138,7 +181,9 @@ class Builder:
         return None if k is None else self.node(*k)
 
     def program(self, args, outputs):
-        return Program(tuple(args), tuple(self.nodes), tuple(outputs))
+        loops = any(o.loops for o in outputs) or any(n[0] in ("read", "sum") for n in self.nodes)
+        return Program(tuple(args), tuple(self.nodes), tuple(outputs),
+                       tuple(d for d, _ in self.data) if loops else ())
 
 
 def tangent_names(names, argnums):

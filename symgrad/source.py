@@ -49,8 +49,9 @@ class Source:
     that passes defaulted parameters uses a variant traced with them (``variant``)."""
 
     def __init__(self, fn=None, shapes=None, program=None, *, method=False, instance=None, spec=(),
-                 consts=None):
+                 consts=None, loop_min=0):
         self.fn, self.shapes, self._program, self._symbolic = fn, shapes, program, None
+        self.loop_min, self._unrolled, self._loops = loop_min, None, None
         self.method, self.spec, self.consts = method, spec, consts or {}
         self.takes_out = fn is not None and _has_parameter(fn, "out")  # then `out=` is f's, not results
         self.instance = None if instance is None else _Instance(instance)
@@ -70,7 +71,8 @@ class Source:
                                     "traced with that instance as self)")
                 from .tracing import trace
                 with stage(name, "trace"):
-                    self._program = trace(self.fn, self.shapes, self.prefix, self.spec, self.consts)
+                    self._program = trace(self.fn, self.shapes, self.prefix, self.spec, self.consts,
+                                          self.loop_min)
                 if self.instance is not None:
                     self.instance.traced()
             return self._program
@@ -86,6 +88,30 @@ class Source:
                     self._symbolic = to_sympy(prog)
             return self._symbolic
 
+    def loop_program(self, name):
+        """The program with loops in sympy (loops.from_program), once."""
+        with self._lock:
+            if self._loops is None:
+                from .loops import from_program
+                prog = self.program(name)
+                with stage(name, "convert to sympy"):
+                    self._loops = from_program(prog)
+            return self._loops
+
+    def unrolled(self, name):
+        """This Source traced with every array element by element: for derivatives that the
+        loop form does not take (loops.supports)."""
+        with self._lock:
+            if self._unrolled is None:
+                if self.fn is None:
+                    from .errors import CompileError
+                    raise CompileError(f"{name}: this derivative of a program whose arrays stayed loops needs "
+                                       "the Python function traced again, which a Function made from a program "
+                                       "(a pickle, from_sympy) does not have; compile the function itself")
+                inst = None if self.instance is None else self.prefix[0]
+                self._unrolled = Source(self.fn, self.shapes, spec=self.spec, consts=self.consts, instance=inst)
+            return self._unrolled
+
     def derived(self, key, compute):
         """The gradient program ``key`` ((steps, inline limit)) of this Source, kept for this
         Source's life: F.grad, F.value_and_grad, F.hessian and F.hvp build on one (two threads
@@ -100,7 +126,7 @@ class Source:
 
     def bind(self, obj, on_traced=None):
         """This method's Source bound to ``obj``; ``on_traced()`` runs once its trace is made."""
-        src = Source(self.fn, self.shapes, instance=obj)
+        src = Source(self.fn, self.shapes, instance=obj, loop_min=self.loop_min)
         src.instance.on_traced = on_traced
         return src
 
@@ -110,6 +136,7 @@ class Source:
             v = self._variants.get(spec)
             if v is None:
                 v = self._variants[spec] = Source(self.fn, self.shapes, spec=spec, consts=consts,
+                                                  loop_min=self.loop_min,
                                                   instance=None if self.instance is None else self.prefix[0])
             return v
 

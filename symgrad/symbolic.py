@@ -189,19 +189,27 @@ def to_sympy(prog: Program) -> SymProgram:
         elif op == "const":
             val.append(_number(node))
         else:
-            operands = [val[i] for i in node[1:]]
-            if op in ("div", "pow"):
-                e = _IEEE[op](*operands, negative_zero=_negative_zero(prog.nodes[node[2]]))
-            elif op == "atan2" and _negative_zero(prog.nodes[node[1]]):
-                e = -sp.atan2(sp.S.Zero, operands[1])  # atan2(-0.0, x): the lower half plane
-            elif op == "copysign" and prog.nodes[node[2]][0] == "const":
-                e = -R.Abs(operands[0]) if math.copysign(1, float(const_value(prog.nodes[node[2]]))) < 0 \
-                    else R.Abs(operands[0])  # the sign of a constant, -0.0 included
-            else:
-                e = _apply(op, operands)
-            val.append(record(e))
+            val.append(record(node_expr(prog, node, [val[i] for i in node[1:]])))
     outputs = tuple(SymOutput(o.name, o.shape, tuple(val[i] for i in o.refs)) for o in prog.outputs)
     return SymProgram(args, tuple(record.body), outputs)
+
+
+def node_expr(prog, node, operands):
+    """The sympy expression of one operation node on the expressions of its operands."""
+    op = node[0]
+    if op in ("div", "pow"):
+        return _IEEE[op](*operands, negative_zero=_negative_zero(prog.nodes[node[2]]))
+    if op == "atan2" and _negative_zero(prog.nodes[node[1]]):
+        return -sp.atan2(sp.S.Zero, operands[1])  # atan2(-0.0, x): the lower half plane
+    if op == "copysign" and prog.nodes[node[2]][0] == "const":
+        return -R.Abs(operands[0]) if math.copysign(1, float(const_value(prog.nodes[node[2]]))) < 0 \
+            else R.Abs(operands[0])  # the sign of a constant, -0.0 included
+    return _apply(op, operands)
+
+
+def number(node):
+    """The sympy number of a const node."""
+    return _number(node)
 
 
 def _number(node):

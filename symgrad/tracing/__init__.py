@@ -8,31 +8,51 @@ from __future__ import annotations
 
 import numpy as np
 
+import logging
 import os
 
 from ..errors import ScalarUsedAsArray, TraceError
 from ..program import Arg, Builder, Output
 from ..signature import TRACED, call_arguments, traced_params
+from . import lazy
+from .lazy import Unrollable
 from .rewrite import intercept
 from .values import Condition, Poison, TracedArray, Value, state, where
 
 __all__ = ["trace", "where", "TraceError"]
+progress = logging.getLogger("symgrad.progress")  # as source.py's: a fallback is slow
 _SYMGRAD = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def trace(fn, shapes=None, prefix=(), spec=(), consts=None):
+def trace(fn, shapes=None, prefix=(), spec=(), consts=None, loop_min=0):
     """Run ``fn`` once on traced arguments and return its Program. ``prefix``: bound leading
     arguments (a method's ``self``); ``spec``/``consts``: defaulted parameters a call passes
-    (signature.bind): TRACED ones are further scalar arguments, the others constants."""
+    (signature.bind): TRACED ones are further scalar arguments, the others constants.
+    Arrays of at least ``loop_min`` entries (0: none) stay loops (lazy.py) where the
+    operations on them allow; where not, the function is traced again unrolled."""
+    if loop_min:
+        try:
+            return _trace(fn, shapes, prefix, spec, consts, loop_min)
+        except Unrollable as e:
+            if e.large:  # small arrays only: unrolled is what they would be anyway
+                progress.warning("symgrad: %s: %s, which symgrad cannot keep as a loop: its arrays are "
+                                 "traced element by element (compile time grows with their size)",
+                                 getattr(fn, "__qualname__", fn), e.args[0])
+    return _trace(fn, shapes, prefix, spec, consts, 0)
+
+
+def _trace(fn, shapes, prefix, spec, consts, loop_min):
     names, shapes = traced_params(fn, shapes, skip=len(prefix))
     n = len(names)
     extra = [name for name, how in spec if how == TRACED]
     names, shapes = names + extra, shapes + [()] * len(extra)
-    b = Builder()
+    b = Builder(loop_min)
     args, values = [], []
     for k, (name, shape) in enumerate(zip(names, shapes)):
         args.append(Arg(name, shape))
-        if shape == ():
+        if loop_min and shape != ():  # reads of its entries: by constant index, as unrolled
+            values.append(lazy.argument(b, k, shape))
+        elif shape == ():
             values.append(Value(b, b.node("arg", k, 0)))
         else:
             arr = np.empty(args[-1].size, dtype=object)
@@ -43,6 +63,9 @@ def trace(fn, shapes=None, prefix=(), spec=(), consts=None):
     try:
         positional, keywords = call_arguments(fn, prefix, n, values, spec, consts or {})
         result = intercept(fn)(*positional, **keywords)
+    except Unrollable as e:
+        e.large = b.large
+        raise
     except RecursionError:
         raise TraceError(f"tracing {getattr(fn, '__qualname__', fn)!r} exceeded Python's recursion limit: a "
                          "recursion whose end is decided by an `if` on a traced value runs both branches, "
@@ -54,7 +77,11 @@ def trace(fn, shapes=None, prefix=(), spec=(), consts=None):
         raise hint from None
     finally:
         state.builder, state.branch_frames = outer, frames
-    return b.program(args, [_output(b, result, fn)])
+    try:
+        return b.program(args, [_output(b, result, fn)])
+    except Unrollable as e:
+        e.large = b.large
+        raise
 
 
 def _output(b, result, fn):
@@ -63,6 +90,18 @@ def _output(b, result, fn):
         result.returned(name)
     if isinstance(result, Value):
         return Output("out", (), (result.i,))
+    if isinstance(result, lazy.LazyArray) and result.size < b.loop_min:
+        result = np.array([result.at(tuple(lazy.const(i) for i in idx)) for idx in np.ndindex(*result.shape)],
+                          dtype=object).reshape(result.shape)
+    if isinstance(result, lazy.LazyArray):  # every entry one body over the index variables
+        loops = tuple((b.new_var(), n) for n in result.shape)
+        body = result.at(tuple(lazy.var(v) for v, _ in loops))
+        if isinstance(body, Condition):
+            raise TraceError(f"{name} returned comparisons; return numbers (use symgrad.where)")
+        i = body.i if isinstance(body, Value) else b.const(body)
+        if i is None:
+            raise TraceError(f"{name} returned {type(body).__name__} entries; expected numbers")
+        return Output("out", result.shape, (i,), loops)
     arr = np.asarray(result, dtype=object)
     refs = []
     for r in arr.flat:

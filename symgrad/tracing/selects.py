@@ -15,6 +15,7 @@ import numpy as np
 
 from ..errors import TraceError
 from . import values
+from . import lazy
 from .values import Condition, Poison, TracedArray, Value, where
 
 HOOK = "__symgrad_if__"
@@ -113,6 +114,11 @@ def _select(c, t, f, name, site):
         return where(c, t, f)
     if isinstance(t, (list, tuple)) and type(t) is type(f) and len(t) == len(f) and type(t) in (list, tuple):
         return type(t)(_select(c, a, b, f"{name}[{k}]", site) for k, (a, b) in enumerate(zip(t, f)))
+    if isinstance(t, lazy.LazyArray) or isinstance(f, lazy.LazyArray):
+        if np.shape(t) != np.shape(f):
+            raise lazy.Unrollable(f"{name} is given arrays of shapes {np.shape(t)} and {np.shape(f)} by the `if` "
+                                  f"at {site}")
+        return lazy.elementwise(where, (c, t, f))
     if isinstance(t, np.ndarray) or isinstance(f, np.ndarray):
         if np.shape(t) == np.shape(f):
             r = where(c, _obj(t), _obj(f))
@@ -225,6 +231,8 @@ def inplace(v, op, name, site):
     """Before ``name op= ...`` in a converted branch: refused while both branches run if ``v``
     would change in place (a list, array, set, dict): the change would happen twice."""
     if hasattr(type(v), _INPLACE[op]) and both_at(sys._getframe(1)):
+        if isinstance(v, lazy.LazyArray):  # refused as the unrolled trace refuses it
+            raise lazy.Unrollable(f"`{name} {_SYMBOL.get(op, op)}= ...` in a branch at {site}")
         raise TraceError(f"`{name} {_SYMBOL.get(op, op)}= ...` at {site} changes a {type(v).__name__} in place "
                          "inside a branch of an `if` whose condition is traced: both branches run, so the "
                          f"change would happen twice. Write `{name} = {name} {_SYMBOL.get(op, op)} ...` (a new "

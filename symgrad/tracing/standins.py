@@ -16,6 +16,7 @@ import numpy as np
 from .. import ops
 from ..errors import TraceError
 from . import numpy_fns
+from .lazy import LazyArray, Unrollable
 from .values import Condition, Value, apply, select_max, select_min, user_site
 
 
@@ -34,6 +35,10 @@ def _op(original, op):
 def _scalar(a, fn):
     """A math function's argument: a number; an array of one element is that element (as
     Python's math takes it)."""
+    if isinstance(a, LazyArray):
+        if a.size != 1:
+            raise Unrollable(f"{getattr(fn, '__name__', 'a math function')}() of an array at {user_site()}")
+        return a.at(tuple((0, ()) for _ in a.shape))
     if isinstance(a, np.ndarray):
         if a.size != 1:
             raise TraceError(f"{getattr(fn, '__name__', 'a math function')}() takes a number, got an array "

@@ -8,11 +8,12 @@ import numpy as np
 
 from .. import ops
 from ..errors import TraceError
-from .values import Condition, TracedArray, Value, apply, user_site, where
+from . import lazy, values
+from .values import Condition, TracedArray, Value, apply, builder, user_site, where
 
 
 def traced(args):
-    return any(isinstance(a, (Value, Condition)) or (isinstance(a, np.ndarray) and a.dtype == object)
+    return any(isinstance(a, (Value, Condition, lazy.LazyArray)) or (isinstance(a, np.ndarray) and a.dtype == object)
                for a in args)
 
 
@@ -96,7 +97,11 @@ def _frompyfunc(name, nin):
     f = _FROMPY.get(name)
     if f is None:
         f = _FROMPY[name] = np.frompyfunc(_ELEMENT[name], nin, 1)
+        _PYFUNC[f] = _ELEMENT[name]
     return f
+
+
+_PYFUNC = {values._WHERE: where}  # our frompyfuncs -> their functions of elements (for lazy.py)
 
 
 def _boxed(a):
@@ -111,6 +116,13 @@ def _boxed(a):
 
 def elementwise(element, args):
     """Apply a function of elements over traced scalars and arrays, numpy-broadcast."""
+    if any(isinstance(a, lazy.LazyArray) for a in args):
+        if isinstance(element, np.ufunc):  # a frompyfunc of ours: its function of elements
+            fn = _PYFUNC.get(element)
+            if fn is None:
+                raise lazy.Unrollable(f"numpy.{element.__name__} of an array at {user_site()}")
+            element = fn
+        return lazy.elementwise(element, args)
     pyfunc = element if isinstance(element, np.ufunc) else np.frompyfunc(element, len(args), 1)
     out = pyfunc(*[_boxed(a) for a in args])
     if isinstance(out, np.ndarray):
@@ -119,7 +131,12 @@ def elementwise(element, args):
 
 
 def array_ufunc(ufunc, method, inputs, kw):
-    """``__array_ufunc__`` of traced values and arrays: numpy's ufunc machinery on them."""
+    """``__array_ufunc__`` of traced values and arrays: numpy's ufunc machinery on them
+    (large arrays: lazy.py)."""
+    b = builder()
+    if any(isinstance(x, lazy.LazyArray) for x in inputs) or (b is not None and b.loop_min and any(
+            isinstance(x, np.ndarray) and x.size >= b.loop_min for x in inputs)):
+        return lazy.array_ufunc(ufunc, method, inputs, kw)
     out = _object_out(ufunc, kw.pop("out", None))
     plain = [x.view(np.ndarray) if isinstance(x, TracedArray) else
              as_array(x).view(np.ndarray) if isinstance(x, (Value, Condition)) and method != "__call__" else x

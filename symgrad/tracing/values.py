@@ -331,9 +331,12 @@ for _name, _op in ops.NUMPY.items():
         setattr(Value, _name, _method(_op))
 
 
+ARRAYS = (np.ndarray,)  # and lazy.LazyArray, added there
+
+
 def where(cond, a, b):
     """Traced select: ``a`` where ``cond`` holds, else ``b``; elementwise on arrays."""
-    if isinstance(cond, np.ndarray) or isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+    if isinstance(cond, ARRAYS) or isinstance(a, ARRAYS) or isinstance(b, ARRAYS):
         from .ufuncs import elementwise
         return elementwise(_WHERE, (cond, a, b))
     if not isinstance(cond, Condition):

@@ -1,0 +1,567 @@
+"""Large arrays kept as loops: a LazyArray is a shape and a rule ``at(index)`` that traces
+the element at a symbolic index, so that numpy code on 10^6 data points records one body
+over index variables, not 10^6 assignments.
+
+An index is an affine form over loop variables ``(const, ((term, coef), ...))``, a term
+an index variable (int) or a gather ``("g", data, index)`` of an integer data array (fancy
+indexing with constant index arrays). Large arguments and large closed-over numeric arrays
+(data, read by pointer in the kernel) are the sources; ufuncs, broadcasting, slicing,
+indexing, transposes, ``sum``/``mean``/``dot``/``@``/``where`` build on them; a full
+reduction over loop variables is one ``("sum", body, vars)`` node. Anything else raises
+Unrollable, and the function is traced again with every array unrolled (trace())."""
+from __future__ import annotations
+
+import math
+import operator
+
+import numpy as np
+
+from ..errors import TraceError
+from . import values
+from .values import Condition, TracedArray, Value, builder, user_site, where
+
+UNROLL = 8  # reduced axes up to this extent are summed term by term, not looped
+
+
+class Unrollable(Exception):
+    """An operation on an array that the loop form does not cover (the message says which,
+    and where): the function is traced again unrolled (a warning says so if the trace had
+    met a large array: ``large``)."""
+    large = False
+
+
+# -- affine indices ------------------------------------------------------------------------
+def const(c):
+    return (int(c), ())
+
+
+def var(v):
+    return (0, ((v, 1),))
+
+
+def add(a, b):
+    terms = dict(a[1])
+    for t, c in b[1]:
+        terms[t] = terms.get(t, 0) + c
+    return (a[0] + b[0], tuple(sorted(((t, c) for t, c in terms.items() if c), key=repr)))
+
+
+def scale(a, k):
+    return (a[0] * k, tuple((t, c * k) for t, c in a[1])) if k else (0, ())
+
+
+def gather(b, data, index):
+    """Entry ``index`` of integer data array ``data`` (its id), as an index."""
+    if not index[1]:
+        return const(b.data[data][0].flat[index[0]])
+    return (0, ((("g", data, index), 1),))
+
+
+def index_vars(a, out=None):
+    """The loop variables an index depends on."""
+    out = set() if out is None else out
+    for t, _ in a[1]:
+        if isinstance(t, int):
+            out.add(t)
+        else:
+            index_vars(t[2], out)
+    return out
+
+
+def _flat(idx, shape):
+    """The C-order flat index of an index tuple into ``shape``."""
+    flat, stride = const(0), 1
+    for a, n in zip(reversed(idx), reversed(shape)):
+        flat = add(flat, scale(a, stride))
+        stride *= n
+    return flat
+
+
+# -- the array ------------------------------------------------------------------------------
+class LazyArray:
+    """An array of traced values given by a rule: ``at(index)`` -> Value, Condition or number."""
+
+    __array_priority__ = 1000
+
+    def __init__(self, b, shape, at, source=None):
+        self.b, self.shape, self.at = b, tuple(int(n) for n in shape), at
+        self.source = source  # (kind, id): C-order entries of an argument or data array
+        if self.size >= b.loop_min:
+            b.large = True  # a fallback to unrolled tracing is then worth a warning
+
+    def __getattr__(self, name):
+        if name in _NDARRAY:
+            raise Unrollable(f"the array method .{name} of a large array at {user_site()}")
+        raise AttributeError(f"'LazyArray' object has no attribute {name!r}")
+
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: math.prod(self.shape))
+    T = property(lambda self: self.transpose())
+    dtype = property(lambda self: np.dtype(float))
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def __repr__(self):
+        return f"LazyArray(shape={self.shape})"
+
+    def __array__(self, *a, **k):
+        raise Unrollable(f"a large array converted to a numpy array at {user_site()}")
+
+    def __bool__(self):
+        raise Unrollable(f"the truth value of a large array at {user_site()}")
+
+    def __iter__(self):
+        for k in range(len(self)):
+            yield self[k]
+
+    def __getitem__(self, index):
+        if type(index) is int and self.ndim == 1:  # the common x[k] of loop-style code
+            if not -self.shape[0] <= index < self.shape[0]:
+                raise IndexError(f"index {index} is out of bounds for axis 0 with size {self.shape[0]}")
+            return self.at((const(index % self.shape[0]),))
+        return _index(self, index)
+
+    def __setitem__(self, index, value):
+        raise Unrollable(f"an assignment into a large array at {user_site()}")
+
+    # arithmetic: numpy's ufuncs, elementwise
+    def __array_ufunc__(self, ufunc, method, *inputs, **kw):
+        return array_ufunc(ufunc, method, inputs, kw)
+
+    def __array_function__(self, func, types, args, kwargs):
+        f = FUNCTIONS.get(func)
+        if f is None:
+            raise Unrollable(f"numpy.{func.__name__} of a large array at {user_site()}")
+        return f(*args, **kwargs)
+
+    def reshape(self, *shape, order="C"):
+        return _reshape(self, shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape, order)
+
+    def ravel(self):
+        return _reshape(self, (-1,), "C")
+
+    flatten = ravel
+
+    def transpose(self, *axes):
+        axes = axes[0] if len(axes) == 1 and isinstance(axes[0], (tuple, list)) else axes
+        return _transpose(self, axes or None)
+
+    def swapaxes(self, a, b):
+        axes = list(range(self.ndim))
+        axes[a], axes[b] = axes[b], axes[a]
+        return _transpose(self, axes)
+
+    def sum(self, axis=None, keepdims=False, **kw):
+        return _sum(self, axis, keepdims=keepdims, **kw)
+
+    def mean(self, axis=None, keepdims=False, **kw):
+        return _mean(self, axis, keepdims=keepdims, **kw)
+
+    def dot(self, other):
+        return _matmul(self, other)
+
+    def copy(self):
+        return self
+
+
+_NDARRAY = set(dir(np.ndarray))
+values.ARRAYS = (np.ndarray, LazyArray)
+
+
+def _op(name, reflected=False):
+    def f(self, other):
+        return array_ufunc(getattr(np, name), "__call__", (other, self) if reflected else (self, other), {})
+    return f
+
+
+for _dunder, _ufunc in (("add", "add"), ("sub", "subtract"), ("mul", "multiply"), ("truediv", "true_divide"),
+                        ("pow", "power"), ("mod", "remainder"), ("floordiv", "floor_divide")):
+    setattr(LazyArray, f"__{_dunder}__", _op(_ufunc))
+    setattr(LazyArray, f"__r{_dunder}__", _op(_ufunc, True))
+for _dunder, _ufunc in (("lt", "less"), ("le", "less_equal"), ("gt", "greater"), ("ge", "greater_equal"),
+                        ("eq", "equal"), ("ne", "not_equal"), ("and", "logical_and"), ("or", "logical_or")):
+    setattr(LazyArray, f"__{_dunder}__", _op(_ufunc))
+def _in_place(self, other):
+    raise Unrollable(f"an in-place operation on an array at {user_site()}")
+
+
+for _dunder in ("iadd", "isub", "imul", "itruediv", "ipow", "imod", "ifloordiv", "imatmul"):
+    setattr(LazyArray, f"__{_dunder}__", _in_place)
+LazyArray.__neg__ = lambda self: array_ufunc(np.negative, "__call__", (self,), {})
+LazyArray.__pos__ = lambda self: self
+LazyArray.__abs__ = lambda self: array_ufunc(np.absolute, "__call__", (self,), {})
+LazyArray.__invert__ = lambda self: array_ufunc(np.logical_not, "__call__", (self,), {})
+LazyArray.__matmul__ = lambda self, o: _matmul(self, o)
+LazyArray.__rmatmul__ = lambda self, o: _matmul(o, self)
+LazyArray.__hash__ = None
+
+
+# -- sources ---------------------------------------------------------------------------------
+def argument(b, a, shape):
+    """The large argument ``a`` of ``shape``: entry reads by pointer."""
+    def at(idx):
+        return read(b, "a", a, _flat(idx, shape))
+    return LazyArray(b, shape, at, ("a", a))
+
+
+def data(b, arr):
+    """A closed-over numeric array as kernel data (copied: the trace sees today's values)."""
+    d = b.add_data(arr)
+    shape = arr.shape
+
+    def at(idx):
+        return read(b, "d", d, _flat(idx, shape))
+    return LazyArray(b, shape, at, ("d", d))
+
+
+def read(b, kind, source, index):
+    """Entry ``index`` of a large argument ("a") or data array ("d")."""
+    if not index[1]:
+        if kind == "d":
+            v = b.data[source][0].flat[index[0]]
+            return float(v) if b.data[source][0].dtype.kind == "f" else int(v)
+        return Value(b, b.node("arg", source, index[0]))
+    return Value(b, b.node("read", kind, source, index))
+
+
+def wrap(b, x):
+    """``x`` (a LazyArray, a numeric or traced array, a traced value, a number) as a LazyArray
+    or a scalar; a numeric array becomes data, a small traced array stays as it is."""
+    if isinstance(x, LazyArray):
+        return x
+    if isinstance(x, (list, tuple)):
+        x = np.asarray(x, dtype=object) if any(isinstance(v, (Value, Condition)) for v in np.ravel(
+            np.asarray(x, dtype=object))) else np.asarray(x)
+    if isinstance(x, np.ndarray):
+        if x.ndim == 0:
+            return x[()]
+        if x.dtype == object:
+            arr = x.view(np.ndarray)
+            try:  # numbers only (np.eye in traced code): data
+                return data(b, arr.astype(float))
+            except TraceError:  # a traced value refuses float()
+                pass
+            except (TypeError, ValueError):
+                raise Unrollable(f"an array of {type(arr.flat[0]).__name__} beside a large array at "
+                                 f"{user_site()}") from None
+
+            def at(idx):
+                if any(i[1] for i in idx):
+                    raise Unrollable(f"a small array of traced values indexed along a large axis at {user_site()}")
+                return arr[tuple(i[0] for i in idx)]
+            return LazyArray(b, x.shape, at)
+        if x.dtype.kind not in "biuf":
+            raise Unrollable(f"an array of {x.dtype} beside a large array at {user_site()}")
+        return data(b, x)
+    return x
+
+
+def _broadcast(x, shape):
+    """``at`` of x broadcast to ``shape``."""
+    if not isinstance(x, LazyArray):
+        return lambda idx: x
+    lead, xs = len(shape) - x.ndim, x.shape
+    zero = const(0)
+    return lambda idx: x.at(tuple(zero if n == 1 else i for i, n in zip(idx[lead:], xs)))
+
+
+def elementwise(fn, xs, name=""):
+    """``fn`` (a function of elements) over LazyArrays and others, numpy-broadcast."""
+    b = builder()
+    xs = [wrap(b, x) for x in xs]
+    try:
+        shape = np.broadcast_shapes(*[x.shape for x in xs if isinstance(x, LazyArray)])
+    except ValueError:
+        raise ValueError(f"operands could not be broadcast together with shapes "
+                         f"{' '.join(str(x.shape) for x in xs if isinstance(x, LazyArray))}") from None
+    gets = [_broadcast(x, shape) for x in xs]
+    return LazyArray(b, shape, lambda idx: fn(*[g(idx) for g in gets]))
+
+
+def array_ufunc(ufunc, method, inputs, kw):
+    from .ufuncs import _ELEMENT
+    name = ufunc.__name__
+    out = kw.pop("out", None)
+    for k in ("casting", "subok", "order"):
+        kw.pop(k, None)
+    if kw.get("dtype") is not None and np.dtype(kw["dtype"]).kind == "f":
+        kw.pop("dtype")
+    if out is not None or kw.pop("where", True) is not True:
+        raise Unrollable(f"numpy.{name}(..., out=/where=) on a large array at {user_site()}")
+    if method == "reduce" and name == "add" and not kw.keys() - {"axis", "keepdims", "dtype"}:
+        kw.pop("dtype", None)
+        return _sum(inputs[0], kw.get("axis", 0), keepdims=kw.get("keepdims", False))
+    if method != "__call__" or name not in _ELEMENT or kw:
+        raise Unrollable(f"numpy.{name}.{method} on a large array at {user_site()}")
+    return elementwise(_ELEMENT[name], inputs, name)
+
+
+# -- shape and index ---------------------------------------------------------------------------
+def _transpose(x, axes):
+    axes = tuple(reversed(range(x.ndim))) if axes is None else tuple(a % x.ndim for a in axes)
+    if sorted(axes) != list(range(x.ndim)):
+        raise ValueError(f"axes {axes} don't match an array of {x.ndim} dimensions")
+    inverse = [axes.index(k) for k in range(x.ndim)]
+    return LazyArray(x.b, [x.shape[a] for a in axes], lambda idx: x.at(tuple(idx[inverse[k]] for k in range(x.ndim))))
+
+
+def _reshape(x, shape, order):
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(n) for n in shape)
+    if order != "C":
+        raise Unrollable(f"reshape(order={order!r}) of a large array at {user_site()}")
+    if shape.count(-1) == 1:
+        known = math.prod(n for n in shape if n != -1)
+        shape = tuple(x.size // known if n == -1 else n for n in shape)
+    if math.prod(shape) != x.size:
+        raise ValueError(f"cannot reshape array of size {x.size} into shape {shape}")
+    if x.source is not None:  # entries in C order: the same reads
+        kind, s = x.source
+        return LazyArray(x.b, shape, lambda idx: read(x.b, kind, s, _flat(idx, shape)), x.source)
+    old = [n for n in x.shape if n != 1]
+    if [n for n in shape if n != 1] == old:  # only axes of length 1 added or removed
+        keep = [k for k, n in enumerate(shape) if n != 1]
+        zero = const(0)
+
+        def at(idx):
+            it = iter(idx[k] for k in keep)
+            return x.at(tuple(zero if n == 1 else next(it) for n in x.shape))
+        return LazyArray(x.b, shape, at)
+    raise Unrollable(f"a reshape of a computed large array at {user_site()}")
+
+
+def _index(x, index):
+    b = builder() or x.b
+    parts = list(index) if isinstance(index, tuple) else [index]
+    if any(p is Ellipsis for p in parts):
+        k = parts.index(Ellipsis)
+        used = sum(1 for p in parts if p is not None and p is not Ellipsis and not
+                   (isinstance(p, np.ndarray) and p.dtype == bool)) + \
+            sum(p.ndim - 1 for p in parts if isinstance(p, np.ndarray) and p.dtype == bool)
+        parts[k:k + 1] = [slice(None)] * (x.ndim - used)
+    # boolean arrays: their nonzero entries
+    expanded = []
+    for p in parts:
+        if isinstance(p, (list, tuple)):
+            p = np.asarray(p)
+        if isinstance(p, (Value, Condition, LazyArray)) or (isinstance(p, np.ndarray) and p.dtype == object):
+            raise Unrollable(f"a large array indexed by traced values at {user_site()}")
+        if isinstance(p, np.ndarray) and p.dtype == bool:
+            expanded.extend(np.nonzero(p))
+        else:
+            expanded.append(p)
+    parts = expanded
+    parts += [slice(None)] * (x.ndim - sum(1 for p in parts if p is not None))
+    if sum(1 for p in parts if p is not None) > x.ndim:
+        raise IndexError(f"too many indices for an array of {x.ndim} dimensions")
+    fancy = [k for k, p in enumerate(parts) if isinstance(p, np.ndarray)]
+    # each input axis: ("int", c) | ("slice", start, step, n) | ("fancy", j); output axes in order
+    plan, out_shape, ax = [], [], 0
+    fshape = np.broadcast_shapes(*[parts[k].shape for k in fancy]) if fancy else ()
+    adjacent = fancy and fancy == list(range(fancy[0], fancy[-1] + 1))
+    fancy_at = None
+    if fancy and not adjacent:
+        fancy_at = 0
+        out_shape.extend(fshape)
+    gathers = {}
+    for k, p in enumerate(parts):
+        if p is None:
+            plan.append(("new", len(out_shape)))
+            out_shape.append(1)
+            continue
+        n = x.shape[ax]
+        if isinstance(p, np.ndarray):
+            if p.dtype.kind not in "iu":
+                raise IndexError(f"arrays used as indices must be of integer or boolean type, got {p.dtype}")
+            if p.size and (p.max() >= n or p.min() < -n):
+                raise IndexError(f"index {p.max() if p.max() >= n else p.min()} is out of bounds for axis {ax} "
+                                 f"with size {n}")
+            if fancy_at is None:
+                fancy_at = len(out_shape)
+                out_shape.extend(fshape)
+            gathers[ax] = b.add_data(np.broadcast_to(np.where(p < 0, p + n, p), fshape).astype(np.int64))
+            plan.append(("fancy", ax))
+        elif isinstance(p, slice):
+            start, stop, step = p.indices(n)
+            plan.append(("slice", ax, start, step, len(out_shape)))
+            out_shape.append(len(range(start, stop, step)))
+        else:
+            try:
+                c = operator.index(p)
+            except TypeError:
+                raise IndexError(f"only integers, slices, None, Ellipsis and integer or boolean arrays are "
+                                 f"valid indices, got {type(p).__name__}") from None
+            if not -n <= c < n:
+                raise IndexError(f"index {c} is out of bounds for axis {ax} with size {n}")
+            plan.append(("int", ax, c % n))
+        if p is not None:
+            ax += 1
+    nf = len(fshape)
+
+    def at(idx):
+        src = [None] * x.ndim
+        fidx = _flat(idx[fancy_at:fancy_at + nf], fshape) if fancy else None
+        for step in plan:
+            if step[0] == "int":
+                src[step[1]] = const(step[2])
+            elif step[0] == "slice":
+                _, a, start, st, o = step
+                src[a] = add(const(start), scale(idx[o], st))
+            elif step[0] == "fancy":
+                src[step[1]] = gather(b, gathers[step[1]], fidx)
+        return x.at(tuple(src))
+    if not out_shape:
+        return at(())
+    return LazyArray(b, out_shape, at)
+
+
+# -- reductions --------------------------------------------------------------------------------
+def _axes(axis, ndim):
+    if axis is None:
+        return tuple(range(ndim))
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    out = []
+    for a in axes:
+        a = operator.index(a)
+        if not -ndim <= a < ndim:
+            raise np.exceptions.AxisError(a, ndim)
+        out.append(a % ndim)
+    return tuple(sorted(set(out)))
+
+
+def _sum(x, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue, where=True):
+    if out is not None or where is not True:
+        raise Unrollable(f"numpy.sum(..., out=/where=) of a large array at {user_site()}")
+    b = builder() or getattr(x, "b", None)
+    x = wrap(b, x)
+    if not isinstance(x, LazyArray):
+        return x
+    axes = _axes(axis, x.ndim)
+    keep = [k for k in range(x.ndim) if k not in axes]
+    looped = [k for k in axes if x.shape[k] > UNROLL]
+    if math.prod(x.shape[k] for k in looped) < b.loop_min:
+        looped = []  # a small sum: term by term, as traced unrolled
+    unrolled = [k for k in axes if k not in looped]
+
+    def total(outer):
+        src = [None] * x.ndim
+        for k, i in zip(keep, outer):
+            src[k] = i
+        if any(index_vars(i) for i in outer) and looped:
+            raise Unrollable(f"a sum over a large axis inside another loop at {user_site()}")
+        vs = [(b.new_var(), x.shape[k]) for k in looped]
+        for k, (v, _) in zip(looped, vs):
+            src[k] = var(v)
+        body = 0.0
+        for flat in np.ndindex(*[x.shape[k] for k in unrolled]):
+            for k, c in zip(unrolled, flat):
+                src[k] = const(c)
+            e = x.at(tuple(src))
+            body = e if isinstance(body, float) and body == 0.0 and not isinstance(e, float) else body + e
+        if not vs:
+            return body
+        if any(n == 0 for _, n in vs):
+            return 0.0
+        if not isinstance(body, (Value, Condition)):
+            return body * math.prod(n for _, n in vs)
+        if isinstance(body, Condition):
+            body = body.number()
+        return Value(b, b.node("sum", body.i, tuple(vs)))
+    res = total(()) if not keep else None
+    if initial is not np._NoValue:
+        res = None
+    if res is not None and not keepdims:
+        return res
+    shape = [x.shape[k] for k in keep]
+
+    def at(idx):
+        r = total(idx)
+        return r if initial is np._NoValue else r + initial
+    lazy = LazyArray(b, shape, at)
+    if keepdims:
+        return _reshape_keep(lazy, x.shape, axes)
+    return lazy if shape else at(())
+
+
+def _reshape_keep(x, full, axes):
+    shape = [1 if k in axes else n for k, n in enumerate(full)]
+    keep = [k for k in range(len(full)) if k not in axes]
+    return LazyArray(x.b, shape, lambda idx: x.at(tuple(idx[k] for k in keep)))
+
+
+def _mean(x, axis=None, dtype=None, out=None, keepdims=False, where=True):
+    b = builder() or x.b
+    x = wrap(b, x)
+    axes = _axes(axis, x.ndim)
+    count = math.prod(x.shape[k] for k in axes)
+    s = _sum(x, axis, out=out, keepdims=keepdims, where=where)
+    return s / count
+
+
+def _matmul(a, c):
+    b = builder()
+    a, c = wrap(b, a), wrap(b, c)
+    if not all(isinstance(z, LazyArray) for z in (a, c)):
+        raise ValueError("matmul: input operand does not have enough dimensions")
+    if a.ndim == 1 and c.ndim == 1:
+        return _sum(a * c)
+    if a.ndim == 2 and c.ndim == 1:
+        return _sum(a * c[None, :], axis=1)
+    if a.ndim == 1 and c.ndim == 2:
+        return _sum(a[:, None] * c, axis=0)
+    if a.ndim == 2 and c.ndim == 2:
+        return _sum(a[:, :, None] * c[None, :, :], axis=1)
+    raise Unrollable(f"a matrix product of {a.ndim}- and {c.ndim}-dimensional arrays at {user_site()}")
+
+
+def _dot(a, c, out=None):
+    b = builder()
+    if not isinstance(wrap(b, a), LazyArray) or not isinstance(wrap(b, c), LazyArray):
+        return a * c
+    return _matmul(a, c)
+
+
+def _where(cond, x=None, y=None):
+    if x is None:
+        raise Unrollable(f"numpy.where(cond) (the indices) of a large array at {user_site()}")
+    return elementwise(where, (cond, x, y))
+
+
+def _norm(x, ord=None, axis=None, keepdims=False):
+    if ord not in (None, 2, "fro") or (ord == 2 and axis is None and getattr(x, "ndim", 1) > 1):
+        raise Unrollable(f"numpy.linalg.norm(ord={ord!r}) of a large array at {user_site()}")
+    return np.sqrt(_sum(x * x, axis, keepdims=keepdims))
+
+
+def _var(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
+    m = _mean(x, axis, keepdims=True)
+    d = x - m
+    count = math.prod(x.shape[k] for k in _axes(axis, x.ndim))
+    return _sum(d * d, axis, keepdims=keepdims) / (count - ddof)
+
+
+def _std(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
+    return np.sqrt(_var(x, axis, ddof=ddof, keepdims=keepdims))
+
+
+def _shape_fn(fn):
+    return lambda x, *a, **k: fn(x, *a, **k)
+
+
+FUNCTIONS = {
+    np.sum: _sum, np.mean: _mean, np.dot: _dot, np.matmul: _matmul, np.where: _where, np.var: _var,
+    np.std: _std, np.linalg.norm: _norm,
+    np.reshape: lambda x, shape=None, order="C", **k: _reshape(x, shape if shape is not None else k["newshape"],
+                                                               order),
+    np.ravel: lambda x, order="C": _reshape(x, (-1,), order),
+    np.transpose: lambda x, axes=None: _transpose(x, axes),
+    np.swapaxes: lambda x, a, c: x.swapaxes(a, c),
+    np.shape: lambda x: x.shape, np.ndim: lambda x: x.ndim, np.size: lambda x, axis=None: x.size
+    if axis is None else x.shape[axis],
+    np.square: lambda x, **k: x * x,
+    np.expand_dims: lambda x, axis: _index(x, tuple(None if k == axis % (x.ndim + 1) else slice(None)
+                                                    for k in range(x.ndim + 1))),
+    np.asarray: lambda x, dtype=None, **k: x, np.asanyarray: lambda x, dtype=None, **k: x,
+}
