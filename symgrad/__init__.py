@@ -39,7 +39,8 @@ def compile(f=None, shapes=None, *, dtype=None, options=None):
     name = getattr(f, "__name__", "f")
     if name == "<lambda>":
         name = "lambda"
-    loop_min = (options or Options()).loop_min_size
+    from . import options as _options
+    loop_min = (options or _options.DEFAULT).loop_min_size
     return Function(name, Source(f, shapes, method=method, loop_min=loop_min), "float64" if dtype is None else dtype,
                     args=tuple(zip(names, core)), options=options)
 

@@ -1,0 +1,279 @@
+"""Array code kept as loops (issue 13): sums over closed-over data, broadcast pairwise
+interactions, results of data size. Each against the unrolled path or a closed form, and
+the loop form's own promises: the program does not grow with the data, data is part of
+the key, results do not depend on batch size or threads."""
+from __future__ import annotations
+
+import logging
+import math
+import pickle
+import sys
+import os
+
+import numpy as np
+import pytest
+
+import symgrad
+from helpers import reference_grad, run_python
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples"))
+import bench_cases  # noqa: E402
+
+UNROLLED = symgrad.Options(loop_min_size=0)
+
+
+def fit_data(n, seed=0):
+    rng = np.random.default_rng(seed)
+    X = np.linspace(0.0, 5.0, n)
+    return X, 2.0 * np.exp(-1.3 * X) + 0.5 + 0.01 * rng.standard_normal(n)
+
+
+def fit_reference(p, X, Y):
+    """Value, gradient and Hessian of sum((a exp(-b X) + c - Y)^2), by hand."""
+    a, b, c = p
+    e = np.exp(-b * X)
+    r = a * e + c - Y
+    J = np.stack([e, -a * X * e, np.ones_like(X)], 1)  # d r / d p
+    H = 2 * J.T @ J
+    H[0, 1] += 2 * np.sum(r * -X * e)
+    H[1, 0] = H[0, 1]
+    H[1, 1] += 2 * np.sum(r * a * X * X * e)
+    return np.sum(r * r), 2 * J.T @ r, H, r, J
+
+
+def lj_positions(n, seed=0):
+    side = int(np.ceil(n ** (1 / 3))) + 1
+    grid = np.stack(np.meshgrid(*[np.arange(side)] * 3, indexing="ij"), -1).reshape(-1, 3)[:n] * 1.1
+    return grid.ravel() + np.random.default_rng(seed).uniform(-0.05, 0.05, 3 * n)
+
+
+def lj_broadcast(n):
+    eye = np.eye(n)
+
+    def energy(x):
+        X = x.reshape(-1, 3)
+        d = X[:, None, :] - X[None, :, :]
+        r2 = (d ** 2).sum(-1) + eye
+        inv6 = 1 / r2 ** 3
+        return 2 * np.sum((inv6 * inv6 - inv6) * (1 - eye))
+    return energy
+
+
+def lj_pairs(n):
+    i, j = np.triu_indices(n, 1)
+
+    def energy(x):
+        X = x.reshape(-1, 3)
+        d = X[i] - X[j]
+        r2 = np.sum(d * d, axis=1)
+        return 4 * np.sum(r2 ** -6 - r2 ** -3)
+    return energy
+
+
+# -- sums over closed-over data ---------------------------------------------------------------
+def test_fit_value_gradient_hessian_match_closed_forms():
+    X, Y = fit_data(3000)
+
+    def loss(p):
+        return np.sum((p[0] * np.exp(-p[1] * X) + p[2] - Y) ** 2)
+    F = symgrad.compile(loss, shapes=[(3,)])
+    assert F.loops and F.program.count_ops() < 20  # one body, not 3000 of them
+    for p in ([1.5, 1.0, 0.2], [2.2, 1.4, 0.4]):
+        p = np.array(p)
+        v, g, H, _, _ = fit_reference(p, X, Y)
+        fv, fg = F.value_and_grad(p)
+        assert fv == pytest.approx(v, rel=1e-13)
+        np.testing.assert_allclose(fg, g, rtol=1e-12, atol=1e-12 * np.abs(g).max())
+        np.testing.assert_allclose(F.hessian(p), H, rtol=1e-12, atol=1e-12 * np.abs(H).max())
+
+
+def test_fit_equals_the_unrolled_trace():
+    X, Y = fit_data(300, seed=1)
+
+    def loss(p):
+        return np.mean(np.log1p((p[0] * np.exp(-p[1] * X) + p[2] - Y) ** 2))
+    loops, unrolled = symgrad.compile(loss, shapes=[(3,)]), symgrad.compile(loss, shapes=[(3,)], options=UNROLLED)
+    p = np.array([1.7, 0.9, 0.3])
+    assert loops.grad.loops and not unrolled.grad.loops
+    np.testing.assert_allclose(loops.grad(p), unrolled.grad(p), rtol=1e-12)
+    np.testing.assert_allclose(loops.hessian(p), unrolled.hessian(p), rtol=1e-11)
+    np.testing.assert_allclose(loops.grad(p), reference_grad(loss, [p], 0), rtol=1e-8)
+
+
+def test_residual_and_its_jacobian_are_maps():
+    X, Y = fit_data(5000)
+
+    def residual(p):
+        return p[0] * np.exp(-p[1] * X) + p[2] - Y
+    R = symgrad.compile(residual, shapes=[(3,)])
+    p = np.array([1.5, 1.0, 0.2])
+    _, _, _, r, J = fit_reference(p, X, Y)
+    assert R.loops and R.jacobian.loops
+    np.testing.assert_allclose(R(p), r, rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(R.jacobian(p), J, rtol=1e-13, atol=1e-15)
+    batch = np.array([p, p * 1.1])
+    np.testing.assert_allclose(R.jacobian(batch)[1], fit_reference(p * 1.1, X, Y)[4], rtol=1e-13, atol=1e-15)
+
+
+def test_sums_of_sums_and_derivatives_of_any_order():
+    X = np.linspace(-1.0, 2.0, 1000)
+
+    def spread(a):  # the mean is itself a sum: a slot of the outer sum
+        z = np.sin(a * X)
+        return np.sum((z - np.mean(z)) ** 2)
+    F = symgrad.compile(spread)
+    a = 0.7
+    z, dz, d2z = np.sin(a * X), X * np.cos(a * X), -X * X * np.sin(a * X)
+    c, dc = z - z.mean(), dz - dz.mean()
+    assert F(a) == pytest.approx(np.sum(c * c), rel=1e-13)
+    assert F.grad(a) == pytest.approx(np.sum(2 * c * dc), rel=1e-12)
+    assert F.derivative(2)(a) == pytest.approx(np.sum(2 * dc * dc + 2 * c * (d2z - d2z.mean())), rel=1e-11)
+
+
+def test_data_is_read_by_pointer_and_is_part_of_the_key():
+    X = np.linspace(0.0, 1.0, 100_000)
+
+    def f(p):
+        return np.sum(np.exp(p[0] * X) * p[1])
+    F = symgrad.compile(f, shapes=[(2,)])
+    assert "100000" in F.c_source and len(F.c_source) < 20_000  # no data in the C
+    G = symgrad.compile(lambda p: np.sum(np.exp(p[0] * X2) * p[1]), shapes=[(2,)])
+    X2 = X.copy()
+    X2[5] += 1e-9
+    assert F.key != G.key
+    p = np.array([0.3, 2.0])
+    assert F(p) == pytest.approx(np.sum(np.exp(0.3 * X) * 2.0), rel=1e-13)
+    assert G(p) == pytest.approx(np.sum(np.exp(0.3 * X2) * 2.0), rel=1e-13)
+
+
+DATA_CHANGED = """
+    import sys, numpy as np, symgrad
+    X = np.linspace(0.0, 1.0, 5000)
+    if sys.argv[1] == "inplace":
+        X[17] = 3.0
+    elif sys.argv[1] == "reassigned":
+        X = X * 1.5
+    F = symgrad.compile(lambda p: np.sum((X - p[0]) ** 2) * p[1], shapes=[(2,)])
+    print(F.grad.key, repr(float(F.grad(np.array([0.25, 2.0]))[0])), repr(float(np.sum(-4.0 * (X - 0.25)))))
+"""
+
+
+@pytest.mark.slow
+def test_data_changed_in_place_or_reassigned_gets_a_new_key_across_processes(tmp_path):
+    """Three processes on one cache: the same code over changed data never meets the other's kernel."""
+    keys = set()
+    for how in ("original", "inplace", "reassigned"):
+        r = run_python(DATA_CHANGED, tmp_path, how, SYMGRAD_CACHE_DIR=tmp_path / "cache")
+        key, got, want = r.lines[-1].split()
+        assert float(got) == pytest.approx(float(want), rel=1e-12), how
+        keys.add(key)
+    assert len(keys) == 3
+
+
+# -- broadcast pairwise interactions --------------------------------------------------------------
+@pytest.mark.parametrize("make", [lj_broadcast, lj_pairs])
+def test_array_lennard_jones_equals_the_loop_style(make):
+    n = 30
+    x = lj_positions(n)
+    E = symgrad.compile(make(n), shapes=[(3 * n,)])
+    L = symgrad.compile(lambda p: bench_cases.lj(p, n), shapes=[(3 * n,)])
+    assert E.grad.loops and not L.grad.loops
+    g, gl = E.grad(x), L.grad(x)
+    assert E(x) == pytest.approx(L(x), rel=1e-12)
+    assert np.abs(g - gl).max() <= 1e-12 * np.abs(gl).max()
+    v, g2 = E.value_and_grad(x)
+    assert v == pytest.approx(L(x), rel=1e-12) and np.abs(g2 - gl).max() <= 1e-12 * np.abs(gl).max()
+
+
+def test_array_lennard_jones_gradient_against_differences():
+    n = 100
+    x = lj_positions(n, seed=3)
+    E = symgrad.compile(lj_broadcast(n), shapes=[(3 * n,)])
+    g = E.grad(x)
+    ref = reference_grad(lj_broadcast(n), [x], 0)
+    assert np.abs(g - ref).max() <= 1e-7 * np.abs(ref).max()
+
+
+def test_a_batch_gives_each_point_its_single_call_bits():
+    """A single point's loops run on the thread team in fixed pieces; a batch runs each point
+    alone: the same pieces, the same sums, the same bits."""
+    n = 64
+    E = symgrad.compile(lj_broadcast(n), shapes=[(3 * n,)])
+    xs = np.stack([lj_positions(n, seed=s) for s in range(3)])
+    batch = E.grad(xs)
+    for k in range(3):
+        assert np.array_equal(E.grad(xs[k]), batch[k])
+
+
+def test_hessian_by_a_large_argument_is_taken_of_the_unrolled_trace():
+    n = 12  # 144 pairs: the broadcast arrays stay loops
+    x = lj_positions(n)
+    E = symgrad.compile(lj_broadcast(n), shapes=[(3 * n,)])
+    L = symgrad.compile(lambda p: bench_cases.lj(p, n), shapes=[(3 * n,)])
+    assert E.grad.loops and not E.hessian.loops
+    H, Hl = E.hessian(x), L.hessian(x)
+    assert np.abs(H - Hl).max() <= 1e-11 * np.abs(Hl).max()
+
+
+def test_an_argument_read_by_loops_and_by_constant_index():
+    def f(x):
+        return x[0] * np.sum(x * x) + np.sum(np.sin(x[1:] - x[:-1]))
+    x = np.linspace(0.1, 2.0, 400)
+    F = symgrad.compile(f, shapes=[(400,)])
+    U = symgrad.compile(f, shapes=[(400,)], options=UNROLLED)
+    assert F.grad.loops
+    np.testing.assert_allclose(F.grad(x), U.grad(x), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(F.grad(x), reference_grad(f, [x], 0), rtol=1e-8, atol=1e-9)
+
+
+# -- what stays unrolled, and the fallback ------------------------------------------------------------
+def test_small_arrays_keep_the_unrolled_program():
+    def rosen(x):
+        return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
+    F = symgrad.compile(rosen, shapes=[(8,)])
+    U = symgrad.compile(rosen, shapes=[(8,)], options=UNROLLED)
+    assert not F.grad.loops and F.program.count_ops() == U.program.count_ops()
+    x = np.linspace(-1.0, 1.5, 8)
+    assert np.array_equal(F.value_and_grad(x)[1], U.value_and_grad(x)[1]) and F(x) == U(x)
+
+
+def test_an_operation_loops_do_not_cover_falls_back_with_a_warning(caplog):
+    X = np.linspace(-2.0, 2.0, 300)
+
+    def f(a):
+        return np.max(np.cos(a * X)) + np.sum(np.cumsum(X * a))
+    F = symgrad.compile(f)
+    with caplog.at_level(logging.WARNING, logger="symgrad.progress"):
+        v = F(0.4)
+    assert v == pytest.approx(np.max(np.cos(0.4 * X)) + np.sum(np.cumsum(X * 0.4)), rel=1e-13)
+    assert not F.loops
+    assert any("cannot keep as a loop" in r.getMessage() and "test_loops.py" in r.getMessage()
+               for r in caplog.records)
+
+
+def test_float32_loops():
+    X, Y = fit_data(2000)
+
+    def loss(p):
+        return np.sum((p[0] * np.exp(-p[1] * X) + p[2] - Y) ** 2)
+    F = symgrad.compile(loss, shapes=[(3,)], dtype="float32")
+    p = np.array([1.5, 1.0, 0.2], dtype=np.float32)
+    g = F.grad(p)
+    assert g.dtype == np.float32
+    want = fit_reference(p.astype(np.float64), X, Y)[1]
+    np.testing.assert_allclose(g, want.astype(np.float32), rtol=1e-6)
+
+
+def test_a_function_with_loops_pickles_with_its_data():
+    X = np.linspace(0.0, 3.0, 2000)
+    F = symgrad.compile(lambda a: np.sum(np.exp(-a * X)))
+    G = pickle.loads(pickle.dumps(F.grad))
+    assert G(0.5) == pytest.approx(-np.sum(X * np.exp(-0.5 * X)), rel=1e-13)
+
+
+def test_standalone_source_of_loops_is_refused_with_the_way_out():
+    X = np.linspace(0.0, 3.0, 2000)
+    F = symgrad.compile(lambda a: np.sum(np.exp(-a * X)))
+    with pytest.raises(symgrad.CompileError, match="loop_min_size=0"):
+        F.standalone("c99")
+    assert math.isfinite(F(0.5))
