@@ -1,7 +1,10 @@
 """How symgrad's compile cost grows with the size of the function: Lennard-Jones clusters.
 
-    python examples/scaling.py            # ljN gradients N = 5..40, lj10 Hessian, max|x|, lj30
-                                          # value_and_grad and Hessian after its gradient, peers, pendulum
+    python examples/scaling.py            # array code (fit over 10^3..10^6 points, broadcast
+                                          # Lennard-Jones 30..1000 atoms) beside JAX; ljN gradients
+                                          # N = 5..40, lj10 Hessian, max|x|, lj30 value_and_grad and
+                                          # Hessian after its gradient, peers, pendulum
+    python examples/scaling.py --arrays-only
 
 For each case a fresh process compiles with an empty cache and reports the time of each
 stage (trace, differentiate, optimize, generate C, C compile), the operation counts and
@@ -90,6 +93,96 @@ def after_grad_worker(atoms):
     print(json.dumps({"grad": t1 - t0, "value_and_grad": t2 - t1, "hessian": t3 - t2}))
 
 
+# -- array code (issue 13): a least-squares fit over closed-over data, Lennard-Jones by broadcasting
+def fit_data(n):
+    X = np.linspace(0.0, 5.0, n)
+    return X, 2.0 * np.exp(-1.3 * X) + 0.5 + 0.01 * np.sin(7.0 * X)
+
+
+def array_case(case, size, xp=np):
+    """(function, shapes, input) of an array-style case, written once for numpy and jax.numpy."""
+    if case in ("fit", "residual"):
+        X, Y = (xp.asarray(a) for a in fit_data(size))
+        if case == "fit":
+            def f(p):
+                return xp.sum((p[0] * xp.exp(-p[1] * X) + p[2] - Y) ** 2)
+        else:
+            def f(p):
+                return p[0] * xp.exp(-p[1] * X) + p[2] - Y
+        return f, [(3,)], np.array([1.5, 1.0, 0.2])
+    eye = xp.asarray(np.eye(size))
+
+    def lj(x):
+        P = x.reshape(-1, 3)
+        d = P[:, None, :] - P[None, :, :]
+        r2 = (d ** 2).sum(-1) + eye
+        inv6 = 1 / r2 ** 3
+        return 2 * xp.sum((inv6 * inv6 - inv6) * (1 - eye))
+    return lj, [(3 * size,)], lj_inputs(size, 1, np.random.default_rng(0))[0]
+
+
+ARRAY_VERB = {"fit": "value_and_grad", "residual": "jacobian", "lj": "grad"}
+
+
+def array_worker(case, size):
+    """Seconds to the first result of the case's verb, in this fresh process (imports done)."""
+    import sympy  # noqa: F401  (imported by the first compile of any function: not this case's cost)
+    import symgrad
+    f, shapes, x = array_case(case, size)
+    t = time.perf_counter()
+    getattr(symgrad.compile(f, shapes), ARRAY_VERB[case])(x)
+    print(json.dumps({"compile": time.perf_counter() - t}))
+
+
+def arrays(sizes, tmp, checks):
+    """Cold compile (a fresh process each) and steady state beside JAX's jit of the same code."""
+    import symgrad
+    try:
+        import jax
+        jax.config.update("jax_enable_x64", True)
+        jnp = jax.numpy
+    except ImportError:
+        jax = None
+        print("# jax not installed: steady-state ratios skipped (pip install -e '.[bench]')")
+    print(f"{'array case':<18}{'cold s':>8}{'symgrad ms':>12}{'JAX ms':>10}{'ratio':>8}  loops")
+    colds = {}
+    for case, n in sizes:
+        env = dict(os.environ, SYMGRAD_CACHE_DIR=os.path.join(tmp, f"array-{case}{n}"), SYMGRAD_QUIET="1")
+        r = subprocess.run([sys.executable, __file__, "--array-worker", case, str(n)], env=env,
+                           capture_output=True, text=True, check=True)
+        colds[case, n] = json.loads(r.stdout.strip().splitlines()[-1])["compile"]
+        f, shapes, x = array_case(case, n)
+        F = getattr(symgrad.compile(f, shapes), ARRAY_VERB[case])
+        mine = steady(lambda: F(x), 15)
+        theirs, ratio = None, None
+        if jax is not None:
+            jf = array_case(case, n, jnp)[0]
+            k = jax.jit({"fit": jax.value_and_grad, "residual": jax.jacfwd, "lj": jax.grad}[case](jf))
+            ref, got = k(jnp.asarray(x)), F(x)
+            for a, b in zip(jax.tree_util.tree_leaves(ref), [got] if case != "fit" else list(got)):
+                assert np.allclose(np.asarray(a), b, rtol=1e-10, atol=1e-10 * np.abs(b).max()), (case, n)
+            theirs = steady(lambda: jax.block_until_ready(k(jnp.asarray(x))), 15)
+            ratio = mine / theirs
+        print(f"{f'{case} {n}':<18}{colds[case, n]:>8.2f}{mine * 1e3:>12.3f}"
+              f"{theirs * 1e3 if theirs else float('nan'):>10.3f}{ratio or float('nan'):>8.2f}  {F.loops}", flush=True)
+        checks.append((f"{case} {n} {ARRAY_VERB[case]} cold compile {colds[case, n]:.2f} s", colds[case, n] <= 1,
+                       "<= 1 s"))
+        if ratio is not None:
+            bound = 1.0 if case == "lj" else 0.5
+            checks.append((f"{case} {n} steady state {ratio:.2f}x JAX jit", ratio <= bound, f"<= {bound}x"))
+    for case in ("fit", "residual"):
+        ns = sorted(n for c, n in colds if c == case)
+        if len(ns) > 1:
+            g = colds[case, ns[-1]] / colds[case, ns[0]]
+            checks.append((f"{case} cold compile growth {ns[0]} -> {ns[-1]} points: {g:.2f}x", g <= 1.5, "<= 1.5x"))
+    if ("lj", 30) in colds:  # the same numbers as the loop-style Lennard-Jones
+        x = array_case("lj", 30)[2]
+        a = symgrad.compile(array_case("lj", 30)[0], [(90,)]).grad(x)
+        b = symgrad.compile(lambda p: bench_cases.lj(p, 30), [(90,)]).grad(x)
+        rel = float(np.abs(a - b).max() / np.abs(b).max())
+        checks.append((f"array lj30 gradient vs loop-style: {rel:.1e} relative", rel <= 1e-12, "<= 1e-12"))
+
+
 def cold(case, size, what, tmp):
     env = dict(os.environ, SYMGRAD_CACHE_DIR=os.path.join(tmp, f"{case}{size}{what}"), SYMGRAD_QUIET="1")
     r = subprocess.run([sys.executable, __file__, "--worker", case, str(size), what], env=env,
@@ -167,12 +260,26 @@ def main():
     ap.add_argument("--after-grad", type=int, nargs="*", default=[30], metavar="ATOMS",
                     help="value_and_grad and Hessian of ljATOMS after its gradient, cold (none: skip)")
     ap.add_argument("--after-grad-worker", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--fit-sizes", type=int, nargs="*", default=[10**3, 10**4, 10**5, 10**6],
+                    help="data points of the least-squares fit and its residual's Jacobian")
+    ap.add_argument("--lj-array-sizes", type=int, nargs="*", default=[30, 100, 1000],
+                    help="atoms of the broadcasting Lennard-Jones")
+    ap.add_argument("--arrays-only", action="store_true", help="only the array-code rows")
+    ap.add_argument("--array-worker", nargs=2, help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.array_worker:
+        return array_worker(a.array_worker[0], int(a.array_worker[1]))
     if a.worker:
         return worker(a.worker[0], int(a.worker[1]), a.worker[2])
     if a.after_grad_worker:
         return after_grad_worker(a.after_grad_worker)
     tmp = tempfile.mkdtemp(prefix="symgrad-scaling-")
+    checks = []
+    arrays([("fit", n) for n in a.fit_sizes] + [("residual", n) for n in a.fit_sizes]
+           + [("lj", n) for n in a.lj_array_sizes], tmp, checks)
+    print()
+    if a.arrays_only:
+        return report(checks)
     stages = ["trace", "to sympy", "differentiate", "optimize", "generate C", "C compile"]
     head = (f"{'case':<12}" + "".join(f"{s:>14}" for s in stages) + f"{'total s':>9}{'program':>9}"
             f"{'deriv.':>8}{'ops':>8}{'units':>6}{'peak MB':>8}")
@@ -188,7 +295,6 @@ def main():
               + f"{total:>9.2f}{r['program']:>9}{r['derivative']:>8}{r['ops']:>8}{r['units']:>6}"
               f"{r['peak_mb']:>8.0f}", flush=True)
     print()
-    checks = []
     for (atoms, what), limit in {(30, "grad"): 5, (40, "grad"): 10, (10, "hessian"): 5}.items():
         if (atoms, what) in totals:
             checks.append((f"lj{atoms} {what} cold compile {totals[atoms, what]:.2f} s", totals[atoms, what] <= limit,
@@ -227,6 +333,10 @@ def main():
         p = pendulum_time()
         checks.append((f"16-link pendulum Jacobian via from_sympy {p:.2f} s after the model", p <= 10,
                        "<= 10 s"))
+    report(checks)
+
+
+def report(checks):
     print("\n== targets ==")
     for text, ok, bound in checks:
         print(f"{text}: {'MET' if ok else 'NOT MET'} ({bound})")

@@ -78,7 +78,7 @@ class Function:
         if prog.has_loops:
             from .loops import supports
             if not supports(prog, self._steps):
-                return self._source.unrolled(self.name)
+                return self._source.unrolled(self.name, self._what)
         return self._source
 
     @property

@@ -98,11 +98,14 @@ class Source:
                     self._loops = from_program(prog)
             return self._loops
 
-    def unrolled(self, name):
+    def unrolled(self, name, what):
         """This Source traced with every array element by element: for derivatives that the
-        loop form does not take (loops.supports)."""
+        loop form does not take (loops.supports); ``what`` (the Function) for the warning."""
         with self._lock:
             if self._unrolled is None:
+                progress.warning("symgrad: %s: its arrays stayed loops, which this derivative is not taken of: "
+                                 "the function is traced again element by element (compile time grows with "
+                                 "the arrays' sizes)", what)
                 if self.fn is None:
                     from .errors import CompileError
                     raise CompileError(f"{name}: this derivative of a program whose arrays stayed loops needs "

@@ -23,7 +23,7 @@ from .values import Condition, TracedArray, Value, builder, user_site, where
 UNROLL = 8  # reduced axes up to this extent are summed term by term, not looped
 
 
-class Unrollable(Exception):
+class Unrollable(BaseException):  # not an Exception: a user's `except Exception` cannot swallow it
     """An operation on an array that the loop form does not cover (the message says which,
     and where): the function is traced again unrolled (a warning says so if the trace had
     met a large array: ``large``)."""

@@ -187,10 +187,23 @@ def _truth(x=False):
     return bool(x)
 
 
+def _isinstance(obj, classinfo):
+    """isinstance(x, np.ndarray) of an array kept as a loop is True, as of the array it stands for."""
+    if isinstance(obj, LazyArray) and _names_ndarray(classinfo):
+        return True
+    return isinstance(obj, classinfo)
+
+
+def _names_ndarray(classinfo):
+    if isinstance(classinfo, tuple):
+        return any(_names_ndarray(c) for c in classinfo)
+    return isinstance(classinfo, type) and issubclass(np.ndarray, classinfo)
+
+
 STANDINS = _math()
 STANDINS.update({builtins.min: _minmax(builtins.min, select_min),
                  builtins.max: _minmax(builtins.max, select_max),
-                 builtins.pow: _pow, float: _number(float), int: _number(int), bool: _truth})
+                 builtins.pow: _pow, builtins.isinstance: _isinstance, float: _number(float), int: _number(int), bool: _truth})
 STANDINS.update(numpy_fns.TABLE)
 STANDINS = {id(k): (k, v) for k, v in STANDINS.items()}
 

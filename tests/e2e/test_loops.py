@@ -277,3 +277,22 @@ def test_standalone_source_of_loops_is_refused_with_the_way_out():
     with pytest.raises(symgrad.CompileError, match="loop_min_size=0"):
         F.standalone("c99")
     assert math.isfinite(F(0.5))
+
+
+def test_the_data_as_batch_arguments():
+    """The same loss with the data as arguments: each batch point its own data set."""
+    def loss(p, X, Y):
+        return np.sum((p[0] * np.exp(-p[1] * X) + p[2] - Y) ** 2)
+    n = 1500
+    F = symgrad.compile(loss, shapes=[(3,), (n,), (n,)])
+    sets = [fit_data(n, seed=s) for s in range(3)]
+    X, Y = np.stack([s[0] * (1 + 0.1 * k) for k, s in enumerate(sets)]), np.stack([s[1] for s in sets])
+    p = np.array([1.5, 1.0, 0.2])
+    g = F.grad_wrt(0)(p, X, Y)
+    assert F.grad.loops and g.shape == (3, 3)
+    for k in range(3):
+        np.testing.assert_allclose(g[k], fit_reference(p, X[k], Y[k])[1], rtol=1e-12)
+    gp, gX, gY = F.grad(p, X[0], Y[0])  # by the data too: scatters into their gradients
+    r = p[0] * np.exp(-p[1] * X[0]) + p[2] - Y[0]
+    np.testing.assert_allclose(gY, -2 * r, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(gX, 2 * r * p[0] * np.exp(-p[1] * X[0]) * -p[1], rtol=1e-12, atol=1e-14)
