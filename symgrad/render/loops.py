@@ -82,10 +82,9 @@ class _Emit:
         self.ops += sum(sp.count_ops(e) for _, e in temps) + sum(sp.count_ops(e) for e in reduced)
         return lines, reduced
 
-    def loops(self, loops, indent, inner):
-        """Nested loops over ``loops``: the first cut into chunks (sg_c), the innermost in SIMD
-        blocks of W lanes (sg_l) unless ``inner`` is None; returns (opening lines, indent of the
-        innermost body, closing lines, lane loop opening)."""
+    def loops(self, loops, indent):
+        """Nested loops over ``loops``, the first over this chunk's piece (sg_c) of its range:
+        (opening lines, indent of the innermost body, closing lines)."""
         lines, close = [], []
         (v0, e0) = loops[0]
         lines.append(f"{indent}for (int64_t sg_i{v0} = {e0}*sg_c/{CHUNKS}; sg_i{v0} < {e0}*(sg_c + 1)/{CHUNKS}; "
@@ -121,7 +120,7 @@ def _groups(lp):
 
 def render_loops(lp, name, target, options, title=None) -> Kernel:
     em = _Emit(lp, name, target, options)
-    M, R, W = em.M, em.R, em.W
+    M = em.M
     groups = _groups(lp)
     place = {}
     for n, g in enumerate(groups):
@@ -134,16 +133,13 @@ def render_loops(lp, name, target, options, title=None) -> Kernel:
     for g in groups:
         g["slots"] = (len(top), len(g["args"]) - 1)
         top += [a.xreplace(place) for a in g["args"][:-1]]
+    starts = []  # per result: where its expressions start in ``top`` (maps: None, printed in their loop)
     for o in lp.outputs:
+        starts.append(None if o.kind == "map" else len(top))
         if o.kind == "plain":
-            o_start = len(top)
             top += [e.xreplace(place) for e in o.exprs]
         elif o.kind == "scatter":
-            o_start = len(top)
             top += [e.xreplace(place) for _, e in o.exprs] + [a.xreplace(place) for a, _ in o.scatter]
-        else:
-            o_start = None
-        em.__dict__.setdefault("starts", []).append(o_start)
     temps, reduced = sp.cse(top, symbols=sp.numbered_symbols("t", real=True), order="none") if top else ([], [])
     for t, _ in temps:
         em.names[t] = t.name
@@ -178,7 +174,7 @@ def render_loops(lp, name, target, options, title=None) -> Kernel:
         if not progress:
             raise AssertionError("symgrad: the loops of a kernel depend on each other (a bug in symgrad)")
     frees = []
-    for o, c, start in zip(lp.outputs, em.res_c, em.starts):
+    for o, c, start in zip(lp.outputs, em.res_c, starts):
         if o.kind == "plain":
             lines += [f"{ind}{c}[{k}] = {em.p(e)};" for k, e in enumerate(reduced[start:start + o.size])]
         elif o.kind == "scatter":
@@ -244,7 +240,7 @@ def _sum_loop(em, g, slot_values, place, ind):
         opened, i4, close = [], i3, []
     else:
         outer = red.loops[:-1]
-        opened, i4, close = em.loops(outer, i3, True)
+        opened, i4, close = em.loops(outer, i3)
         v, e = red.loops[-1]
         lo, hi = "0", str(e)
     lines += opened
@@ -289,7 +285,6 @@ def _sum_loop(em, g, slot_values, place, ind):
 
 def _map_loop(em, o, c, place, ind):
     """A map result: every entry of the leading axes by one loop nest, SIMD innermost."""
-    W = em.W
     exprs = [e.xreplace(place) for e in o.exprs]
     tail = len(exprs)
     strides, s = [], tail
@@ -308,7 +303,7 @@ def _map_loop(em, o, c, place, ind):
         opened, i3, close = [], i2, []
         lo, hi = f"{e}*sg_c/{CHUNKS}", f"{e}*(sg_c + 1)/{CHUNKS}"
     else:
-        opened, i3, close = em.loops(o.loops[:-1], i2, True)
+        opened, i3, close = em.loops(o.loops[:-1], i2)
         v, e = o.loops[-1]
         lo, hi = "0", str(e)
     i4 = i3 + "    "
@@ -333,7 +328,6 @@ def _kernel(em, body, title):
            f"void {setter}(const void *const *p) {{",
            f"    for (int k = 0; k < {len(lp.data)}; ++k) sg_data[k] = p[k];", "    sg_data_set = 1;", "}", "",
            f"static void {name}_one({', '.join(restrict)}, int sg_par) {{", *body, "}", "",
-           f"void {name}({', '.join(plain)}) {{ {name}_batch(1, 4, {', '.join(names)}); }}", "",
            f"void {batch}(int64_t n, int sg_mode, {', '.join(plain)}) {{",
            "    if (!sg_data_set) {  /* never reached through symgrad: NaN, not a crash */",
            *[f"        for (int64_t sg_j = 0; sg_j < n*{s}; ++sg_j) {c}[sg_j] = NAN;"
@@ -343,10 +337,8 @@ def _kernel(em, body, title):
            "#ifdef _OPENMP", "    _Pragma(\"omp parallel for schedule(static) if(!(sg_mode & 4))\")", "#endif",
            "    for (int64_t sg_b = 0; sg_b < n; ++sg_b)",
            f"        {name}_one({', '.join(f'{c} + sg_b*{s}' for c, s in zip(names, sizes))}, 0);", "}", "",
+           f"void {name}({', '.join(plain)}) {{ {batch}(1, 4, {', '.join(names)}); }}", "",
            f"int {streams}(void) {{ return 0; }}", ""]
-    src[src.index(f"void {name}({', '.join(plain)}) {{ {name}_batch(1, 4, {', '.join(names)}); }}")] = \
-        f"void {batch}(int64_t n, int sg_mode, {', '.join(plain)});\n" \
-        f"void {name}({', '.join(plain)}) {{ {batch}(1, 4, {', '.join(names)}); }}"
     cdecl = (f"void {name}({', '.join(plain)});\n"
              f"void {batch}(int64_t n, int mode, {', '.join(plain)});\n"
              f"int {streams}(void);\nvoid {setter}(const void *const *p);\n")

@@ -41,7 +41,8 @@ class Target:
 
     def entry(self, kernel, what="point"):
         """The name of one entry point of a kernel: point (one point), batch (n points),
-        scalar (scalar arguments by value, cpu), streams (cpu), kernel (a CUDA __global__)."""
+        scalar (scalar arguments by value, cpu), streams (cpu), data (the data arrays of a
+        kernel with loops, cpu), kernel (a CUDA __global__)."""
         return kernel if what == "point" else f"{kernel}_{what}"
 
     def widened(self):

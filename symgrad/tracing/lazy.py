@@ -18,7 +18,7 @@ import numpy as np
 
 from ..errors import TraceError
 from . import values
-from .values import Condition, TracedArray, Value, builder, user_site, where
+from .values import Condition, Value, builder, user_site, where
 
 UNROLL = 8  # reduced axes up to this extent are summed term by term, not looped
 
