@@ -42,6 +42,23 @@ def _innermost(index, v):
     return "gather" if gathered else "direct" if direct else "none"
 
 
+def _lanes_apart(indices, args, v):
+    """Whether the SIMD lanes of loop variable v can add into these entries (of arguments
+    ``args``) at once: no entry one lane writes is written by another lane (x[j] and x[j+1]
+    collide across lanes; x[3j], x[3j+1], x[3j+2] never do)."""
+    for k, (a, x) in enumerate(zip(args, indices)):
+        for b, y in zip(args[k:], indices[k:]):
+            if a != b:
+                continue
+            cx, cy = dict(x[1]), dict(y[1])
+            step = cx.get(v)
+            if step != cy.get(v) or {t: c for t, c in cx.items() if t != v} != {t: c for t, c in cy.items() if t != v}:
+                return False
+            if (x[0] - y[0]) % abs(step) == 0 and x[0] != y[0]:
+                return False
+    return True
+
+
 def _mentions(index, v):
     return any(t == v if isinstance(t, int) else _mentions(t[2], v) for t, _ in index[1])
 
@@ -210,7 +227,8 @@ def _sum_loop(em, g, slot_values, place, ind):
             exprs.append(sp.diff(red.body, r))
     inner_v = red.loops[-1][0]
     how = [_innermost(em.lp.reads[r][2], inner_v) for _, r in scat]
-    simd = "gather" not in how
+    simd = "gather" not in how and _lanes_apart([em.lp.reads[r][2] for (_, r), h in zip(scat, how) if h == "direct"],
+                                                [a for (a, _), h in zip(scat, how) if h == "direct"], inner_v)
     lanes = [k for k, h in enumerate(how) if h == "none"]
     na, nl = len(alphas), len(lanes)
     total = math.prod(e for _, e in red.loops)
