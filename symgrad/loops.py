@@ -160,16 +160,35 @@ def from_program(prog) -> LoopProgram:
 
 
 # -- derivatives --------------------------------------------------------------------------
+# Closed forms (loop bodies and the straight-line code) are sympy trees: a program whose trees
+# would exceed this many operations (an array updated step after step reads itself 3^k times)
+# is taken of the unrolled trace, whose straight-line body shares them.
+MAX_TREE = 20_000
+
+
+def tree_size(prog):
+    """Operations of the largest closed form the loop form would build of ``prog``."""
+    size = []
+    for n in prog.nodes:
+        size.append(1 if n[0] in ("const", "arg", "read", "sum") else 1 + sum(size[j] for j in n[1:]))
+    bodies = [size[n[1]] for n in prog.nodes if n[0] == "sum"]
+    return max(bodies + [size[r] for o in prog.outputs for r in o.refs] + [0])
+
+
 def supports(prog, steps) -> bool:
     """Whether the loop form takes these derivative steps of ``prog`` (a traced Program)."""
+    if tree_size(prog) > MAX_TREE:
+        return False
     large = {n[2] for n in prog.nodes if n[0] == "read" and n[1] == "a"}
     shape = [a.shape for a in prog.args]
     outs = ["map" if o.loops else "scalar" if o.shape == () else "plain" for o in prog.outputs]
 
     def small(i, o="scalar"):
         return "scalar" if o == "scalar" and shape[i] == () else "plain"
-    for kind, nums in steps:
+    for step, (kind, nums) in enumerate(steps):
         big = any(i in large for i in nums)
+        if big and step:  # a second derivative by a large argument
+            return False
         if kind in ("grad", "value_and_grad"):
             if outs != ["scalar"]:
                 return False

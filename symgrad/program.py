@@ -158,7 +158,8 @@ class Builder:
         k = self._data_ids.get(id(arr))
         if k is not None and self.data[k][1] is arr:
             return k
-        copy = np.array(arr, dtype=np.int64 if arr.dtype.kind in "biu" else np.float64, order="C")
+        exact = arr.dtype.kind in "bi" or (arr.dtype.kind == "u" and (arr.size == 0 or arr.max() < 2 ** 63))
+        copy = np.array(arr, dtype=np.int64 if exact else np.float64, order="C")  # as numpy's float arithmetic
         copy.setflags(write=False)
         self._data_ids[id(arr)] = len(self.data)
         self.data.append((copy, arr))

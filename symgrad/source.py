@@ -103,6 +103,7 @@ class Source:
         loop form does not take (loops.supports); ``what`` (the Function) for the warning."""
         with self._lock:
             if self._unrolled is None:
+                self._check_data(name)
                 progress.warning("symgrad: %s: its arrays stayed loops, which this derivative is not taken of: "
                                  "the function is traced again element by element (compile time grows with "
                                  "the arrays' sizes)", what)
@@ -114,6 +115,19 @@ class Source:
                 inst = None if self.instance is None else self.prefix[0]
                 self._unrolled = Source(self.fn, self.shapes, spec=self.spec, consts=self.consts, instance=inst)
             return self._unrolled
+
+    def _check_data(self, name):
+        """Refuse a second trace of a function whose closed-over arrays changed since the first:
+        its derivatives would mix the old data and the new."""
+        prog = self.program(name)
+        import numpy as np
+        for copy, original in zip(prog.data, getattr(prog, "originals", ())):
+            if np.shape(original) != copy.shape or not np.array_equal(np.asarray(original, dtype=copy.dtype), copy,
+                                                                        equal_nan=copy.dtype.kind == "f"):
+                from .errors import CompileError
+                raise CompileError(f"{name}: an array it reads (shape {copy.shape}) changed after it was traced; "
+                                   "this derivative needs it traced again, which would mix the old values and the "
+                                   "new: compile the function again (symgrad.compile) after changing its data")
 
     def derived(self, key, compute):
         """The gradient program ``key`` ((steps, inline limit)) of this Source, kept for this

@@ -78,10 +78,13 @@ def _trace(fn, shapes, prefix, spec, consts, loop_min):
     finally:
         state.builder, state.branch_frames = outer, frames
     try:
-        return b.program(args, [_output(b, result, fn)])
+        prog = b.program(args, [_output(b, result, fn)])
     except Unrollable as e:
         e.large = b.large
         raise
+    if prog.data:  # the arrays the data was copied from: a later trace checks they still hold it
+        object.__setattr__(prog, "originals", tuple(o for _, o in b.data))
+    return prog
 
 
 def _output(b, result, fn):

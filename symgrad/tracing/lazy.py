@@ -84,7 +84,15 @@ class LazyArray:
     __array_priority__ = 1000
 
     def __init__(self, b, shape, at, source=None):
-        self.b, self.shape, self.at = b, tuple(int(n) for n in shape), at
+        self.b, self.shape = b, tuple(int(n) for n in shape)
+        memo = {}
+
+        def once(idx):  # each entry traced once, however many paths reach it (x = x - f(x) ...)
+            v = memo.get(idx, memo)
+            if v is memo:
+                v = memo[idx] = at(idx)
+            return v
+        self.at = once
         self.source = source  # (kind, id): C-order entries of an argument or data array
         if self.size >= b.loop_min:
             b.large = True  # a fallback to unrolled tracing is then worth a warning
@@ -291,6 +299,8 @@ def array_ufunc(ufunc, method, inputs, kw):
         kw.pop("dtype")
     if out is not None or kw.pop("where", True) is not True:
         raise Unrollable(f"numpy.{name}(..., out=/where=) on a large array at {user_site()}")
+    if method == "__call__" and name == "matmul" and not kw and len(inputs) == 2:
+        return _matmul(*inputs)
     if method == "reduce" and name == "add" and not kw.keys() - {"axis", "keepdims", "dtype"}:
         kw.pop("dtype", None)
         return _sum(inputs[0], kw.get("axis", 0), keepdims=kw.get("keepdims", False))
@@ -335,11 +345,11 @@ def _reshape(x, shape, order):
 def _index(x, index):
     b = builder() or x.b
     parts = list(index) if isinstance(index, tuple) else [index]
-    if any(p is Ellipsis for p in parts):
-        k = parts.index(Ellipsis)
-        used = sum(1 for p in parts if p is not None and p is not Ellipsis and not
-                   (isinstance(p, np.ndarray) and p.dtype == bool)) + \
-            sum(p.ndim - 1 for p in parts if isinstance(p, np.ndarray) and p.dtype == bool)
+    ellipsis = [k for k, p in enumerate(parts) if p is Ellipsis]
+    if ellipsis:
+        k = ellipsis[0]
+        used = sum(np.ndim(p) if isinstance(p, (np.ndarray, list)) and np.asarray(p).dtype == bool else 1
+                   for p in parts if p is not None and p is not Ellipsis)
         parts[k:k + 1] = [slice(None)] * (x.ndim - used)
     # boolean arrays: their nonzero entries
     expanded = []
@@ -352,6 +362,8 @@ def _index(x, index):
             expanded.extend(np.nonzero(p))
         else:
             expanded.append(p)
+    if any(isinstance(p, np.ndarray) for p in expanded):  # numpy: integers beside arrays are advanced too
+        expanded = [np.asarray(p) if isinstance(p, (int, np.integer)) else p for p in expanded]
     parts = expanded
     parts += [slice(None)] * (x.ndim - sum(1 for p in parts if p is not None))
     if sum(1 for p in parts if p is not None) > x.ndim:
@@ -523,15 +535,21 @@ def _dot(a, c, out=None):
     return _matmul(a, c)
 
 
+def select(c, a, b):
+    """numpy.where of one element: a number (a mask's 0/1 read from data) is true unless 0."""
+    return where(c != 0 if isinstance(c, Value) else c, a, b)
+
+
 def _where(cond, x=None, y=None):
     if x is None:
         raise Unrollable(f"numpy.where(cond) (the indices) of a large array at {user_site()}")
-    return elementwise(where, (cond, x, y))
+    return elementwise(select, (cond, x, y))
 
 
 def _norm(x, ord=None, axis=None, keepdims=False):
-    if ord not in (None, 2, "fro") or (ord == 2 and axis is None and getattr(x, "ndim", 1) > 1):
-        raise Unrollable(f"numpy.linalg.norm(ord={ord!r}) of a large array at {user_site()}")
+    axes = _axes(axis, x.ndim) if axis is not None else tuple(range(x.ndim))
+    if ord is not None and not (ord == 2 and len(axes) == 1) and not (ord == "fro" and len(axes) == 2):
+        raise Unrollable(f"numpy.linalg.norm(ord={ord!r}, axis={axis!r}) of a large array at {user_site()}")
     return np.sqrt(_sum(x * x, axis, keepdims=keepdims))
 
 

@@ -101,7 +101,7 @@ def _frompyfunc(name, nin):
     return f
 
 
-_PYFUNC = {values._WHERE: where}  # our frompyfuncs -> their functions of elements (for lazy.py)
+_PYFUNC = {values._WHERE: lazy.select}  # our frompyfuncs -> their functions of elements (for lazy.py)
 
 
 def _boxed(a):

@@ -296,3 +296,77 @@ def test_the_data_as_batch_arguments():
     r = p[0] * np.exp(-p[1] * X[0]) + p[2] - Y[0]
     np.testing.assert_allclose(gY, -2 * r, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(gX, 2 * r * p[0] * np.exp(-p[1] * X[0]) * -p[1], rtol=1e-12, atol=1e-14)
+
+
+# -- a hostile review's findings (each a wrong number, error or hang before its fix) ------------
+REVIEW = [
+    # an integer beside an index array, a slice between: numpy puts the indexed axis first
+    (lambda x: np.sum(x.reshape(3, 16, 16)[0, :, np.array([1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14])]
+                      * np.arange(256.0).reshape(16, 16)), 768),
+    (lambda x: np.sum(np.where(np.arange(200) % 3 > 0, x, 0.0) + np.where(np.arange(200) % 2, x * x, 1.0)), 200),
+    (lambda x: np.sum(x.reshape(20, 20)[..., np.arange(20) % 3 > 0] ** 2), 400),
+    (lambda x: np.sum(np.sin(x.reshape(20, 20)[np.array([3, 1, 3]), ...])), 400),
+    (lambda x: np.sum(x * np.full(200, 2 ** 63 + 5, np.uint64)), 200),
+    (lambda x: np.sum((np.linspace(0.0, 1.0, 40).reshape(2, 20) @ x.reshape(20, 10)) ** 2), 200),
+]
+
+
+@pytest.mark.parametrize("k", range(len(REVIEW)))
+def test_review_cases_equal_numpy_and_the_unrolled_path(k):
+    f, n = REVIEW[k]
+    x = np.random.default_rng(k).standard_normal(n)
+    F, U = symgrad.compile(f, shapes=[(n,)]), symgrad.compile(f, shapes=[(n,)], options=UNROLLED)
+    assert F(x) == pytest.approx(f(x), rel=1e-12)
+    np.testing.assert_allclose(F.grad(x), U.grad(x), rtol=1e-11, atol=1e-12 * np.abs(U.grad(x)).max())
+
+
+def test_the_spectral_norm_of_a_large_matrix_is_refused_as_unrolled():
+    F = symgrad.compile(lambda x: np.linalg.norm(x.reshape(20, 20), ord=2, axis=(0, 1)), shapes=[(400,)])
+    with pytest.raises(symgrad.TraceError, match="SVD"):
+        F(np.ones(400))
+
+
+def test_an_array_reused_step_after_step_traces_in_linear_time():
+    STEPS = 5
+    D = np.linspace(0.5, 1.5, 200)
+
+    def f(x):
+        y = x
+        for _ in range(STEPS):  # each step reads y three times: 3**STEPS paths without the memo
+            y = y - 0.1 * (y * y * y - D)
+        return np.sum(y * y)
+    F = symgrad.compile(f, shapes=[(200,)])
+    assert F.program.count_ops() < 400
+    x = np.linspace(0.9, 1.1, 200)
+    assert F(x) == pytest.approx(f(x), rel=1e-12)
+
+
+def test_a_second_derivative_by_a_large_argument_is_taken_unrolled():
+    D = np.linspace(-1.0, 1.0, 200)
+    F = symgrad.compile(lambda x, t: np.sum(np.sin(t * x) * D), shapes=[(200,), ()])
+    x = np.linspace(0.0, 2.0, 200)
+    got = F.grad_wrt(1).grad_wrt(0)(x, 0.7)
+    np.testing.assert_allclose(got, D * (np.cos(0.7 * x) - 0.7 * x * np.sin(0.7 * x)), rtol=1e-12, atol=1e-14)
+
+
+def test_data_changed_before_an_unrolled_derivative_is_refused():
+    D = np.ones(200)
+    F = symgrad.compile(lambda x: np.sum(D * x ** 3), shapes=[(200,)])
+    x = np.ones(200)
+    assert F.grad(x)[0] == 3.0
+    D *= 2
+    assert F.grad(x)[0] == 3.0  # the Function keeps the data it was traced with
+    with pytest.raises(symgrad.CompileError, match="changed after it was traced"):
+        F.hessian(x)
+
+
+def test_closed_forms_too_deep_for_trees_are_taken_of_the_unrolled_trace():
+    D = np.linspace(0.5, 1.5, 130)
+
+    def f(x):
+        y = x
+        for _ in range(30):
+            y = y - 0.1 * (y * y * y - D)
+        return np.sum(y * y)
+    F = symgrad.compile(f, shapes=[(130,)])
+    assert not F.loops  # 3**30 operations as a tree (tracing them once each: the memo): unrolled, shared
