@@ -205,6 +205,7 @@ class Plan:
 
 
 _DATA = {}  # library key -> the data arrays its loops read, and the pointer table given to it
+_DATA_LOCK = threading.Lock()
 
 
 def bind_data(lib, key, name, data):
@@ -217,9 +218,6 @@ def bind_data(lib, key, name, data):
         ptrs = ffi.new("void *[]", [ffi.cast("void *", ffi.from_buffer(d)) for d in data])
         getattr(lib.lib, TARGETS["cpu", "float64"].entry(name, "data"))(ptrs)
         _DATA[key] = (data, ptrs)
-
-
-_DATA_LOCK = threading.Lock()
 
 
 def real_array(x, name, dtype):

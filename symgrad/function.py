@@ -74,12 +74,16 @@ class Function:
         return self._effective().program(self.name)
 
     def _effective(self):
-        prog = self._source.program(self.name)
-        if prog.has_loops:
-            from .loops import supports
-            if not supports(prog, self._steps):
-                return self._source.unrolled(self.name, self._what)
-        return self._source
+        """The Source this Function compiles from, decided once (program and key read it often)."""
+        src = self.__dict__.get("_effective_source")
+        if src is None:
+            src, prog = self._source, self._source.program(self.name)
+            if prog.has_loops:
+                from .loops import supports
+                if not supports(prog, self._steps):
+                    src = self._source.unrolled(self.name, self._what)
+            self._effective_source = src
+        return src
 
     @property
     def loops(self):

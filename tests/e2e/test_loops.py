@@ -18,6 +18,7 @@ from helpers import reference_grad, run_python
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples"))
 import bench_cases  # noqa: E402
+import scaling  # noqa: E402
 
 UNROLLED = symgrad.Options(loop_min_size=0)
 
@@ -42,9 +43,7 @@ def fit_reference(p, X, Y):
 
 
 def lj_positions(n, seed=0):
-    side = int(np.ceil(n ** (1 / 3))) + 1
-    grid = np.stack(np.meshgrid(*[np.arange(side)] * 3, indexing="ij"), -1).reshape(-1, 3)[:n] * 1.1
-    return grid.ravel() + np.random.default_rng(seed).uniform(-0.05, 0.05, 3 * n)
+    return scaling.lj_inputs(n, 1, np.random.default_rng(seed))[0]  # a jittered grid, as the benchmark's
 
 
 def lj_broadcast(n):
