@@ -58,14 +58,18 @@ def worker(case, size, what):
     sym = symbolic.to_sympy(prog)
     t["to sympy"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    d = differentiate.grad(sym, [0], opts.inline_limit) if what == "grad" else \
-        differentiate.hessian(sym, [0], opts.inline_limit)
+    d = differentiate.grad(sym, [0], opts.inline_limit)
+    if what == "grad":  # what F.grad compiles: its value_and_grad kernel, the value optional
+        d = differentiate.with_value(sym, d, opts.inline_limit)
+    else:
+        d = differentiate.hessian(sym, [0], opts.inline_limit, d)
     t["differentiate"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     o = optimize.optimize(d, opts)
     t["optimize"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    k = render.render(o, f"{case}{size}_{what}", render.TARGETS["cpu", "float64"], build.vector_bits(), opts)
+    k = render.render(o, f"{case}{size}_{what}", render.TARGETS["cpu", "float64"], build.vector_bits(), opts,
+                      optional=int(what == "grad"))
     t["generate C"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     build.build(f"scaling_{prog.key[:24]}_{what}", k.source, k.cdecl, parts=k.parts, extra_flags=k.cflags)

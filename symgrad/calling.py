@@ -73,9 +73,10 @@ class Stores:
 
 
 class Plan:
-    """A loaded kernel and the fixed facts needed to call it."""
+    """A loaded kernel and the fixed facts needed to call it. ``skip``: sizes of the kernel's
+    leading results that are not wanted (passed as NULL: computed, not stored)."""
 
-    def __init__(self, name, args, shapes, dtype, structure, lib, stream_bytes):
+    def __init__(self, name, args, shapes, dtype, structure, lib, stream_bytes, skip=()):
         target = TARGETS["cpu", str(dtype)]
         self.name, self.args = name, args  # ((argument name, core shape), ...)
         self.ffi, self.batch = lib.ffi, getattr(lib.lib, target.entry(name, "batch"))
@@ -90,6 +91,7 @@ class Plan:
         self.shapes = [tuple(s) for s in shapes]
         self.sizes = [prod(s) for s in self.shapes]
         self.total = sum(self.sizes)
+        self.skipped, self.nulls = sum(skip), [lib.ffi.NULL] * len(skip)
         self.all_scalar = all(sz == 1 and sh == () for sz, sh in zip(self.sizes, self.shapes))
         self._tls = threading.local()
 
@@ -150,7 +152,8 @@ class Plan:
     def _run(self, n, ins, outs):
         """One kernel call on n points of C-contiguous inputs and results."""
         ffi, ct = self.ffi, self.ctype
-        ptrs = [ffi.from_buffer(ct, x) for x in ins] + [ffi.from_buffer(ct, w, require_writable=True) for w in outs]
+        ptrs = [ffi.from_buffer(ct, x) for x in ins] + self.nulls + \
+            [ffi.from_buffer(ct, w, require_writable=True) for w in outs]
         nbytes = n * self.total * self.itemsize
         serial = SERIAL if _Fork.forked else 0
         stores = self.stores if nbytes >= self.stream_bytes else None
@@ -187,15 +190,15 @@ class Plan:
     def call_scalar(self, args):
         buf = getattr(self._tls, "buf", None)
         if buf is None:
-            buf = self._tls.buf = self.ffi.new(self.ctype, self.total)
+            buf = self._tls.buf = self.ffi.new(self.ctype, self.skipped + self.total)
         self.scalar(*args, buf)
-        t = self.scalar_type
+        t, k = self.scalar_type, self.skipped
         if self.all_scalar:
             if self.total == 1:
-                return t(buf[0])
-            flat = [t(buf[i]) for i in range(self.total)]
+                return t(buf[k])
+            flat = [t(buf[k + i]) for i in range(self.total)]
         else:
-            arr = np.frombuffer(self.ffi.buffer(buf), dtype=t).copy()
+            arr = np.frombuffer(self.ffi.buffer(buf), dtype=t)[k:].copy()
             flat, k = [], 0
             for sz, sh in zip(self.sizes, self.shapes):
                 part = arr[k:k + sz].reshape(sh)

@@ -4,7 +4,8 @@ Two strategies, chosen by size. Small programs are inlined into closed-form
 expressions and differentiated by sympy (whole-expression algebra, then CSE).
 Larger ones are differentiated in place by reverse accumulation over the
 straight-line body: sympy only computes each assignment's local partials, so the
-derivative program grows in proportion to the function's program."""
+derivative program grows in proportion to the function's program. Their Hessians
+take one more reverse sweep (edge pushing) that computes each symmetric entry once."""
 from __future__ import annotations
 
 from collections import defaultdict
@@ -106,8 +107,28 @@ class _Emitter:
             e = self.defs.get(x, x)
             if isinstance(e, sp.Piecewise) and any(v == 0 for v, _ in e.args):
                 # each branch value as a temporary: a chain of selects (np.max) stays linear
-                return sp.Piecewise(*[(v if v == 0 else self(v) * y, c) for v, c in e.args], evaluate=False)
+                conds = tuple(c for _, c in e.args)
+                branches = [self(self.within(v, conds, k)) * self.within(y, conds, k) for k, (v, _) in enumerate(e.args)]
+                if all(b == 0 for b in branches):
+                    return sp.S.Zero
+                return sp.Piecewise(*zip(branches, conds), evaluate=False)
         return a * p
+
+    def within(self, x, conds, k):
+        """``x`` where the select of conditions ``conds`` takes branch k: every select of the
+        same conditions in it (written out or a temporary holding a number or a symbol
+        there) is that branch. Products of selects on opposite branches are then 0, not a
+        temporary that is NaN where it is not used (whose derivatives would be NaN too)."""
+        if x.is_Symbol:
+            e = self.defs.get(x)
+            if isinstance(e, sp.Piecewise) and tuple(c for _, c in e.args) == conds and e.args[k].expr.is_Atom:
+                return e.args[k].expr
+            return x
+        if isinstance(x, sp.Piecewise) and tuple(c for _, c in x.args) == conds:
+            return self.within(x.args[k].expr, conds, k)
+        if x.is_Mul or x.is_Add:
+            return x.func(*[self.within(a, conds, k) for a in x.args])
+        return x
 
 
 def local_partial(e, s):
@@ -286,18 +307,100 @@ def jacobian(prog, argnums, limit, prefix="jac_", stack=False):
 
 
 def hessian(prog, argnums, limit, g=None):
-    """Second derivatives: the Jacobian of the gradient program ``g`` (made here unless
-    given), reverse over reverse."""
+    """Second derivatives. A closed-form gradient ``g`` (no body) is differentiated in closed
+    form again; a program with chains of selects (np.max) reverse over reverse; any other by
+    edge pushing (_edge_push), which starts from the body of ``g`` (made here unless given)."""
+    _check_scalar(prog, "hessian")
     g = grad(prog, argnums, limit) if g is None else g
-    # a closed-form gradient (no body) is differentiated in closed form again
-    h = jacobian(g, argnums, 0 if g.body else None, prefix="d2_")
-    outs = []
+    wrt = _wrt(prog, argnums)
+    if not g.body or _pick_chains(prog.body, prog.output_exprs())[1]:
+        h = jacobian(g, argnums, 0 if g.body else None, prefix="d2_", stack=True)
+        body, flat = h.body, [e for o in h.outputs for e in o.exprs]
+    else:
+        emit = _Emitter(g.body)
+        W = _edge_push(prog, prog.output_exprs()[0], wrt, emit)
+        flat = [emit(sp.Add(*W.get((u, v), W.get((v, u), ())))) for u in wrt for v in wrt]
+        body = emit.body
+    n, outs, starts = len(wrt), [], [0]
+    for i in argnums:
+        starts.append(starts[-1] + prog.args[i].size)
     for gi, ai in enumerate(argnums):
-        for aj in argnums:
+        for gj, aj in enumerate(argnums):
             a, b = prog.args[ai], prog.args[aj]
-            src = h.outputs[gi * len(argnums) + argnums.index(aj)]
-            outs.append(SymOutput(f"d2_{a.name}_{b.name}", a.shape + b.shape, src.exprs))
-    return h.with_outputs(outs)
+            exprs = tuple(flat[r * n + c] for r in range(starts[gi], starts[gi + 1])
+                          for c in range(starts[gj], starts[gj + 1]))
+            outs.append(SymOutput(f"d2_{a.name}_{b.name}", a.shape + b.shape, exprs))
+    return SymProgram(prog.args, tuple(body), tuple(outs))
+
+
+def _edge_push(prog, y, wrt, emit):
+    """The Hessian of ``y`` by edge pushing (Gower & Mello 2012): one reverse sweep that
+    carries, beside each temporary's adjoint, the symmetric second-order weights W(u, v)
+    between the temporaries and arguments still ahead of it, pushed through each assignment's
+    first partials and created from its second ones. Each entry of the Hessian is computed
+    once (symmetry), and only along pairs that interact (sparsity): a sum of pair terms
+    costs what its pairs cost. Returns {(u, v): terms} over ``wrt`` (either order)."""
+    pos = {w: k - len(wrt) for k, w in enumerate(wrt)}
+    pos.update({t: k for k, (t, _) in enumerate(prog.body)})
+    active = set(wrt)  # what depends on the arguments differentiated by
+    for t, e in prog.body:
+        if not e.free_symbols.isdisjoint(active):
+            active.add(t)
+    W, near, adj, first = {}, defaultdict(set), defaultdict(list), {}
+
+    def edge(u, v, term):
+        if term == 0:
+            return
+        if pos[u] < pos[v]:
+            u, v = v, u
+        W.setdefault((u, v), []).append(term)
+        near[u].add(v)
+        near[v].add(u)
+
+    def visit(t, e, a):
+        """Push the weights of ``t`` (= e) to e's operands, create e's own, pass its adjoint a."""
+        ops = sorted((s for s in _value_symbols(e) if s in active), key=pos.__getitem__)
+        raw = {}
+        for s in ops:
+            if (t, s) not in first:
+                p = local_partial(e, s)
+                first[t, s] = (p, emit(p))
+            raw[s] = first[t, s]
+        ops = [s for s in ops if raw[s][1] != 0]
+        d = {s: raw[s][1] for s in ops}
+        self_w = others = ()
+        if t is not None:
+            self_w = W.pop((t, t), ())
+            others = [(p, W.pop((t, p))) for p in sorted(near.pop(t, ()), key=pos.__getitem__) if p != t]
+            for p, _ in others:
+                near[p].discard(t)
+        for p, terms in others:
+            w = emit(sp.Add(*terms))
+            for s in ops:
+                term = emit(emit.times(w, d[s]))
+                edge(p, s, emit(2 * term) if s == p else term)
+        if self_w:
+            w = emit(sp.Add(*self_w))
+            for i, s in enumerate(ops):
+                ws = emit(emit.times(w, d[s]))
+                for s2 in ops[i:]:
+                    edge(s, s2, emit(emit.times(ws, d[s2])))
+        if a != 0:
+            for i, s in enumerate(ops):
+                for s2 in ops[i:]:
+                    second = local_partial(raw[s][0], s2)
+                    if second != 0:
+                        edge(s, s2, emit(emit.times(a, emit(second))))
+                adj[s].append(emit(emit.times(a, d[s])))
+
+    visit(None, y, sp.S.One)
+    for t, e in reversed(prog.body):
+        if t not in active:
+            continue
+        a = emit(sp.Add(*adj.pop(t, ())))
+        if a != 0 or t in near:
+            visit(t, e, a)
+    return W
 
 
 def hvp(prog, argnums, limit, g=None):

@@ -92,11 +92,33 @@ class Function:
 
     @property
     def key(self):
-        """Hash of everything that decides this Function's kernel."""
+        """Hash of everything that decides this Function's kernel (a gradient's: the
+        value_and_grad kernel it runs, _runs)."""
         from . import build
-        parts = (self.program.key, self.c_name, self._steps, str(self.dtype), self.options.key(),
-                 build.toolchain())
+        f = self._runs()
+        parts = (f.program.key, f.c_name, f._steps, str(f.dtype), f.options.key(), build.toolchain())
         return hashlib.sha256(repr(parts).encode()).hexdigest()[:40]
+
+    def _runs(self):
+        """The Function whose in-process kernel this one calls: a gradient (of a program
+        without loops) calls its value_and_grad kernel with the value not stored, so F.grad
+        and F.value_and_grad share one compiled library; any other Function its own."""
+        f = self.__dict__.get("_runs_function")
+        if f is None:
+            f = self
+            if self._steps[-1:] and self._steps[-1][0] == "grad" and not self.loops:
+                sibling = self.__dict__.get("_sibling")  # F.value_and_grad itself, where F made this
+                f = sibling() if sibling else Function(
+                    self.py_name, self._source, self.dtype, args=self.args, options=self.options,
+                    steps=self._steps[:-1] + (("value_and_grad", self._steps[-1][1]),), structure=0)
+                f = self if f.loops else f
+            self._runs_function = f
+        return f
+
+    @property
+    def _optional(self):
+        """How many leading results of this Function's kernel may go unstored (the value)."""
+        return 1 if self._steps[-1:] and self._steps[-1][0] == "value_and_grad" and not self.loops else 0
 
     def result_shapes(self):
         """Core shapes of the results, from the traced program (no sympy)."""
@@ -172,12 +194,18 @@ class Function:
         return expect
 
     def optimized(self):
-        """This Function's results as an optimised sympy program (what every target prints)."""
+        """This Function's results as an optimised sympy program (what every target prints).
+        A gradient's is its value_and_grad kernel's without the value (_runs): the standalone
+        C computes the same operations as the in-process kernel, bit for bit."""
         with self._lock:
             if self._optimized is None:
                 from .errors import CompileError
-                from .optimize import optimize
+                from .optimize import optimize, only
                 shapes = self.result_shapes()
+                if self._runs() is not self:
+                    full = self._runs().optimized()
+                    self._optimized = only(full, full.outputs[len(full.outputs) - len(shapes):])
+                    return self._optimized
                 prog = self.symbolic()
                 if [o.shape for o in prog.outputs] != shapes:
                     raise CompileError(f"{self.c_name}: results of shapes {[o.shape for o in prog.outputs]}"
@@ -203,6 +231,8 @@ class Function:
     @property
     def kernel(self):
         """The in-process CPU kernel's source and what building it needs (render.Kernel)."""
+        if self._runs() is not self:
+            return self._runs().kernel
         with self._lock:
             if self._kernel is None:
                 from .build import vector_bits
@@ -215,7 +245,7 @@ class Function:
                         self._kernel = render_loops(prog, self.c_name, target, self.options, title=self.title)
                     else:
                         self._kernel = render(prog, self.c_name, target, vector_bits(), self.options,
-                                              title=self.title)
+                                              title=self.title, optional=self._optional)
                     self._kernel_bits = vector_bits()
             return self._kernel
 
@@ -257,9 +287,9 @@ class Function:
         with self._lock:
             if self._plan is None:
                 from . import build, cache
-                key = self.key
-                meta = {"kernel": self.c_name, "dtype": str(self.dtype),
-                        "results": [list(s) for s in self.result_shapes()]}
+                key, f = self.key, self._runs()
+                meta = {"kernel": f.c_name, "dtype": str(self.dtype),
+                        "results": [list(s) for s in f.result_shapes()]}
                 lib = build.load(key)
                 if lib is not None and cache.library_meta(lib) != meta:
                     cache.warn_once(("meta", key), f"the cached kernel {key[:12]} describes another "
@@ -267,15 +297,16 @@ class Function:
                     cache.discard(key)
                     lib = None
                 if lib is None:
-                    k = self.kernel
-                    with stage(self.c_name, "C compile", lambda: f" ({k.ops} operations)",
+                    k = f.kernel
+                    with stage(f.c_name, "C compile", lambda: f" ({k.ops} operations)",
                                lambda: (k.ops, C_COMPILE_BASE + RATES["C compile"] * k.ops)):
                         lib = build.build(key, k.source, k.cdecl, parts=k.parts, extra_flags=k.cflags, meta=meta)
                 if self.program.data:
                     calling.bind_data(lib, key, self.c_name, self.program.data)
                 shapes = [tuple(s) for s in cache.library_meta(lib)["results"]]
-                self._plan = calling.Plan(self.c_name, self.args, shapes, self.dtype, self._structure, lib,
-                                          self.options.stream_bytes)
+                skip = len(shapes) - len(self.result_shapes())  # the value, where a gradient runs F.value_and_grad's kernel
+                self._plan = calling.Plan(f.c_name, self.args, shapes[skip:], self.dtype, self._structure, lib,
+                                          self.options.stream_bytes, skip=[math.prod(x) for x in shapes[:skip]])
             return self._plan
 
     @property
@@ -332,7 +363,10 @@ class Function:
             structure = _each_leaf(self._structure, lambda i: calling.shift(structure_args, i * m))
         else:
             structure = structure_args
-        return self._derived_function((kind, tuple(nums)), structure, repr(structure_args))
+        fn = self._derived_function((kind, tuple(nums)), structure, repr(structure_args))
+        if kind == "grad" and "_sibling" not in fn.__dict__:  # runs F.value_and_grad's kernel (_runs)
+            fn._sibling = lambda: self._derive("value_and_grad", argnums)
+        return fn
 
     def _derived_function(self, step, structure, tag="", args=None):
         key = (step, tag)
@@ -399,7 +433,7 @@ class Function:
             if kind not in _KINDS:
                 raise ValueError(f"build: unknown kind {kind!r}; expected some of {', '.join(_KINDS)}")
             fns.append(self if kind == "value" else getattr(self, kind))
-        fresh = [f for f in fns if f._plan is None]
+        fresh = list({f.key: f for f in fns if f._plan is None}.values())  # F.grad runs F.value_and_grad's kernel
         for f in fresh:  # the Python stages (sympy holds the GIL): one after another
             from . import build
             if build.load(f.key) is None:
@@ -408,7 +442,7 @@ class Function:
             from concurrent.futures import ThreadPoolExecutor
             with ThreadPoolExecutor(min(len(fresh), os.cpu_count() or 1)) as pool:
                 list(pool.map(lambda f: f._library(), fresh))
-        for f in fresh:
+        for f in fns:
             f._library()
         return self
 
@@ -496,8 +530,9 @@ class Function:
                             f"instance (pickle obj.{self.py_name}, not the class attribute)")
         state = {"name": self.py_name, "dtype": str(self.dtype), "args": self.args, "options": self.options,
                  "steps": self._steps, "structure": self._structure, "program": self.program}
-        if self._kernel is not None:
-            state["kernel"] = (self._kernel_bits, self._kernel)
+        runs = self._runs()
+        if runs._kernel is not None:
+            state["kernel"] = (runs._kernel_bits, runs._kernel)
         from . import build
         return _unpickle, (PICKLE_FORMAT, build.VERSION, build.source_digest(),
                            pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL))
@@ -540,7 +575,8 @@ def _unpickle(fmt, version, digest, state):
     if kernel is not None:
         from .build import vector_bits
         if bits == vector_bits():  # rendered for this CPU's vector width: no sympy needed here
-            f._kernel, f._kernel_bits = kernel, bits
+            runs = f._runs()
+            runs._kernel, runs._kernel_bits = kernel, bits
     return f
 
 

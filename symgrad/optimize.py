@@ -2,7 +2,8 @@
 
 Closed-form programs (no body) get sympy's CSE across all outputs at once.
 Straight-line programs get dead-code elimination and forward substitution of
-temporaries used exactly once (bounded in size), and of constant reciprocals. A
+temporaries used exactly once (bounded in size), of negations (exact wherever the
+sign goes; -(-x) is x) and of constant reciprocals. A
 condition that several selects test becomes a temporary (0 or 1) evaluated once.
 Constants fold as sympy builds each expression; integer powers become
 multiplications in the printer."""
@@ -29,6 +30,12 @@ def _cse(prog):
     return SymProgram(prog.args, tuple(body), split(reduced, prog.outputs))
 
 
+def only(prog, outputs):
+    """``prog`` computing only ``outputs`` (some of its own): the statements they need, as
+    they are (no other change: the same operations, the same bits)."""
+    return _dead_code(prog.with_outputs(outputs))
+
+
 def _dead_code(prog):
     needed = set()
     for e in prog.output_exprs():
@@ -53,6 +60,10 @@ def _occurrences(e, counts, temps):
             stack.extend(x.args)
 
 
+def _negated_symbol(e):
+    return e.is_Mul and len(e.args) == 2 and e.args[0] == -1 and e.args[1].is_Symbol
+
+
 def _inline_single_use(prog, max_nodes):
     temps = {t for t, _ in prog.body}
     counts = {}
@@ -71,7 +82,7 @@ def _inline_single_use(prog, max_nodes):
         # a reciprocal of a constant goes back into every use: x * (1/3.0) printed as a
         # multiplication would round differently from the division x / 3.0 that was written
         if counts.get(t, 0) == 1 and n <= max_nodes and not (isinstance(e, sp.Piecewise) and t in chained) \
-                or isinstance(e, Recip):
+                or isinstance(e, Recip) or e.is_Atom or _negated_symbol(e):
             env[t] = e
         else:
             body.append((t, e))

@@ -4,7 +4,8 @@ Entry points (names from the Target): ``K(args..., results...)`` one point;
 ``K_batch(n, mode, args..., results...)`` n points (mode & 3 = 0: blocks straight into
 the results; 1/2: tiles leaving with non-temporal/plain stores, where ``K_streams()`` says
 the kernel has them; mode & 4: on the calling thread alone); ``K_scalar`` for scalar
-arguments by value. Every point, tails and single points included, runs through the same
+arguments by value. The first ``optional`` results may be NULL: computed, not stored (the
+value beside a gradient: F.grad and F.value_and_grad run one kernel). Every point, tails and single points included, runs through the same
 block code, so results never depend on the batch size or the thread count."""
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from .schedule import schedule
 from .target import Kernel
 
 
-def render(prog, name, target, vector_bits, options, title=None) -> Kernel:
+def render(prog, name, target, vector_bits, options, title=None, optional=0) -> Kernel:
     """The in-process kernel ``name`` of an optimised program, for a CPU whose widest SIMD
     registers have ``vector_bits``: a kernel of scalars only then takes blocks of a whole
     512-bit register; array arguments and results keep 256-bit blocks, whose 4x4 transposes
@@ -29,8 +30,8 @@ def render(prog, name, target, vector_bits, options, title=None) -> Kernel:
     T = target.real
     args, res = [a.name for a in sched.args], [r.name for r in sched.results]
     plain = [f"const {T} *{c}" for c in args] + [f"{T} *{c}" for c in res]
-    src, parts = _segments(sched, target, options)
-    src += _entry_points(sched, target, plain, options)
+    src, parts = _segments(sched, target, options, optional)
+    src += _entry_points(sched, target, plain, options, optional)
     batch, streams, scalar = (target.entry(name, w) for w in ("batch", "streams", "scalar"))
     cdecl = (f"void {name}({', '.join(plain)});\n"
              f"void {batch}(int64_t n, int mode, {', '.join(plain)});\n"
@@ -44,25 +45,27 @@ def render(prog, name, target, vector_bits, options, title=None) -> Kernel:
     return Kernel(name, head + "\n".join(src), cdecl, sched.ops, tuple(unit + "\n".join(p) for p in parts), cflags)
 
 
-def _lanes(sched, target):
+def _lanes(sched, target, optional=0):
     """For each argument and result: whether the block passes it to the lane loop through an
     array of lanes of the arithmetic type (arrays always: they are transposed). Where the
     arithmetic type is wider than memory's (float32 computing in double), numbers too in
     kernels without calls of maths functions, so that the lane loop touches one type only
     (mixed, gcc vectorises it at the narrow type's width); around vector maths calls the
     round trip through the stack costs more than it saves (measured each way on
-    examples/benchmark.py's float32 rows: seed faster with lane arrays, trig2 slower)."""
+    examples/benchmark.py's float32 rows: seed faster with lane arrays, trig2 slower).
+    Optional results always (the lane loop never sees their pointer, which may be NULL)."""
     wider = target.math != target.real and not sched.calls
-    return [a.size > 1 or wider for a in sched.args + sched.results]
+    n = len(sched.args)
+    return [a.size > 1 or wider or n <= k < n + optional for k, a in enumerate(sched.args + sched.results)]
 
 
-def _segments(sched, target, options):
+def _segments(sched, target, options, optional=0):
     """Each segment runs its own SIMD loop over the lanes of a block in its own function.
     Within a block, lane j of number k of an argument or result (or scratch slot) sits at
     [k*W + j], so every access of the lane loop has unit stride."""
     L, W, name = target.math, target.block, sched.name
     names = [a.name for a in sched.args] + [r.name for r in sched.results]
-    types = [L if laned else target.real for laned in _lanes(sched, target)]  # of what the lanes read and write
+    types = [L if laned else target.real for laned in _lanes(sched, target, optional)]  # of what the lanes read and write
     params = ([f"const {t} *restrict {a.name}" for a, t in zip(sched.args, types)]
               + [f"{t} *restrict {r.name}" for r, t in zip(sched.results, types[len(sched.args):])]
               + [f"{L} *restrict sg_t"])
@@ -108,18 +111,21 @@ def _runs(entries):
     return out
 
 
-def _entry_points(sched, target, plain, options):
+def _entry_points(sched, target, plain, options, optional=0):
     """Block, tile, tail, one-point, batch and scalar entry points around the segments."""
     T, W, name = target.real, target.block, sched.name
     arg_names, res_names = [a.name for a in sched.args], [r.name for r in sched.results]
     names = arg_names + res_names
     sizes = [a.size for a in sched.args] + [r.size for r in sched.results]
     res_sizes = {r.name: r.size for r in sched.results}
-    at = lambda off: ", ".join(f"{c} + {off}*{s}" for c, s in zip(names, sizes))  # noqa: E731
+    maybe = set(res_names[:optional])  # results whose pointer may be NULL: each store tests it
+    stored = lambda c: f"if ({c}) " if c in maybe else ""  # noqa: E731
+    at = lambda off: ", ".join(f"({c} ? {c} + {off}*{s} : 0)" if c in maybe else f"{c} + {off}*{s}"  # noqa: E731
+                               for c, s in zip(names, sizes))
     params = [f"const {T} *restrict {c}" for c in arg_names] + [f"{T} *restrict {c}" for c in res_names]
     printer = Printer({}, target, options)
     out = []
-    L, lanes = target.math, _lanes(sched, target)
+    L, lanes = target.math, _lanes(sched, target, optional)
     # point order <-> lane order (converting between the types where they differ: csrc/symgrad_rt.h)
     into = f"symgrad_transpose_{T}" + ("" if L == T else f"_{L}")
     back = f"symgrad_untranspose_{L}" + ("" if L == T else f"_{T}")
@@ -147,9 +153,9 @@ def _entry_points(sched, target, plain, options):
     block += [_local(t, v, n, options)[0] for t, v, n in block_locals]
     block += [f"    {into}({c}, {s}, sg_soa_{c}, {W});" for c, s, laned in zip(arg_names, sizes, lanes) if laned]
     block += [f"    {name}_l{i}({', '.join(soa)});" for i in range(len(sched.segments))]
-    block += [f"    {back}(sg_soa_{c} + {a * W}, {b - a}, {res_sizes[c]}, {c} + {a}, {W});"
+    block += [f"    {stored(c)}{back}(sg_soa_{c} + {a * W}, {b - a}, {res_sizes[c]}, {c} + {a}, {W});"
               for c, runs in computed.items() for a, b in runs]
-    block += [f"    if (sg_fill) {name}_fill_{c}({c}, {W});" for c in fixed]
+    block += [f"    if (sg_fill{f' && {c}' if c in maybe else ''}) {name}_fill_{c}({c}, {W});" for c in fixed]
     block += [line for t, v, n in block_locals for line in _local(t, v, n, options)[1:]]
     block += ["}", ""]
     # Threads pay off above ~2e5 operations per call (waking a team costs ~10 us).
@@ -158,7 +164,7 @@ def _entry_points(sched, target, plain, options):
     tail += [_local(T, f"sg_buf_{c}", W * s, options)[0] for c, s in zip(names, sizes)]
     tail += [f"    symgrad_pad_{T}({c}, sg_r, {s}, {W}, sg_buf_{c});" for c, s in zip(arg_names, sizes)]
     tail += [f"    {name}_block({', '.join('sg_buf_' + c for c in names)}, 1);"]
-    tail += [f"    symgrad_unpad_{T}(sg_buf_{c}, sg_r, {res_sizes[c]}, {c});" for c in res_names]
+    tail += [f"    {stored(c)}symgrad_unpad_{T}(sg_buf_{c}, sg_r, {res_sizes[c]}, {c});" for c in res_names]
     tail += [line for c, s in zip(names, sizes) for line in _local(T, f"sg_buf_{c}", W * s, options)[1:]]
     tail += ["}", ""]
     # sg_mode & 4: no thread team (a child made by fork: the OpenMP runtime is not fork-safe)
@@ -186,8 +192,8 @@ def _entry_points(sched, target, plain, options):
         tiles += [f"    {name}_fill_{c}({buf[c]}, {tile});" for c in fixed]
         tiles += ["    for (int64_t sg_i = sg_lo; sg_i < sg_hi; ++sg_i) {",
                   f"        for (int sg_b = 0; sg_b < {tile // W}; ++sg_b) {name}_block({', '.join(args)}, 0);"]
-        tiles += [f"        symgrad_stream_{T}({c} + sg_i*{tile * res_sizes[c]}, {buf[c]}, {tile * res_sizes[c]}, sg_nt);"
-                  for c in res_names]
+        tiles += [f"        {stored(c)}symgrad_stream_{T}({c} + sg_i*{tile * res_sizes[c]}, {buf[c]}, "
+                  f"{tile * res_sizes[c]}, sg_nt);" for c in res_names]
         tiles += ["    }", "}", ""]
         batch += ["    if (sg_mode & 3) {",
                   f"        const int64_t sg_par_min = sg_serial ? INT64_MAX : 1, sg_nb = n / {tile};",

@@ -269,8 +269,10 @@ def test_expr_and_c_source():
     assert sp.expand(F.expr - SEED.subs(X, sp.Symbol("x", real=True))) == 0
     xr = sp.Symbol("x", real=True)
     assert sp.expand(F.grad.expr - sp.diff(SEED.subs(X, xr), xr)) == 0
-    src = F.grad.c_source
-    assert "void seed_grad(" in src and "seed_grad_batch(int64_t n" in src
+    src = F.grad.c_source  # F.grad runs the kernel of F.value_and_grad, the value not stored
+    assert src == F.value_and_grad.c_source
+    assert "void seed_value_and_grad(" in src and "seed_value_and_grad_batch(int64_t n" in src
+    assert "void seed_grad(" in F.grad.standalone().definitions
     assert "pow(" not in src  # integer powers are multiplications
 
 
@@ -290,11 +292,11 @@ def test_empty_batch():
 
 def test_value_and_grad_and_hessian_build_on_the_gradient_already_taken(monkeypatch):
     """One gradient program per Function family: F.grad, F.value_and_grad and F.hessian
-    differentiate the traced program once (the Hessian then once more, the gradient)."""
+    take the gradient of the traced program once (the Hessian starts from it)."""
     from symgrad import differentiate
     calls = []
-    rows = differentiate._rows
-    monkeypatch.setattr(differentiate, "_rows", lambda prog, wrt, limit: calls.append(len(wrt)) or rows(prog, wrt, limit))
+    grad = differentiate.grad
+    monkeypatch.setattr(differentiate, "grad", lambda prog, argnums, limit: calls.append(argnums) or grad(prog, argnums, limit))
     c = 100.0 + 2.0 ** -10  # a program no other test compiles: no kernel loaded before (those skip differentiating)
 
     def rosen(x):
@@ -310,9 +312,70 @@ def test_value_and_grad_and_hessian_build_on_the_gradient_already_taken(monkeypa
         g = F.grad(x)
         v, g2 = F.value_and_grad(x)
         h = F.hessian(x)
-        assert calls == [4, 4], calls  # the gradient once, its Jacobian once
+        assert calls == [(0,)], calls  # the gradient once
         np.testing.assert_allclose(g, want, rtol=1e-14)
         np.testing.assert_allclose(g2, g, rtol=1e-14)
         assert v == pytest.approx(rosen(x), rel=1e-15)
         assert h[0, 0] == pytest.approx(12 * c * x0 ** 2 - 4 * c * x1 + 2, rel=1e-14)
         assert h[3, 3] == 2 * c and h[0, 1] == pytest.approx(-4 * c * x0, rel=1e-15)
+
+
+def test_grad_and_value_and_grad_share_one_compiled_kernel(caplog, monkeypatch):
+    """F.grad runs F.value_and_grad's kernel with the value not stored: after one, the other
+    compiles nothing, and the gradients are the same bits (batches with tails, the one-point
+    call, tiles of a large batch, float32, several arguments)."""
+    import logging
+
+    from symgrad import source
+    monkeypatch.setattr(logging.getLogger("symgrad.progress"), "propagate", True)
+    monkeypatch.setattr(source, "PROGRESS_SECONDS", 0.0)
+    rng = np.random.default_rng(11)
+
+    def f(x, y):
+        return sum(math.sin(x[i] * y) / (1.25 + x[i + 1] ** 2) for i in range(3)) + math.exp(0.3125 * y)
+    for dtype, opts in (("float64", symgrad.Options(stream_bytes=4096)), ("float32", None)):
+        F = symgrad.compile(f, shapes=[(4,), ()], dtype=dtype, options=opts)
+        x, y = rng.uniform(-1, 1, (1001, 4)), rng.uniform(-1, 1, 1001)
+        gx, gy = F.grad(x, y)
+        with caplog.at_level(logging.WARNING, logger="symgrad.progress"):
+            caplog.clear()
+            v, (vx, vy) = F.value_and_grad(x, y)
+            assert caplog.text == ""  # nothing traced, differentiated or compiled again
+        assert gx.dtype == vx.dtype == np.dtype(dtype)
+        for n in (1, 3, 5, 17, 1001):
+            a, b = F.grad(x[:n], y[:n]), F.value_and_grad(x[:n], y[:n])[1]
+            assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
+        assert np.array_equal(gx, vx) and np.array_equal(gy, vy)
+        p, q = x[7].astype(float), float(y[7])
+        want_y = sum(p[i] * math.cos(p[i] * q) / (1.25 + p[i + 1] ** 2) for i in range(3)) + 0.3125 * math.exp(0.3125 * q)
+        assert float(gy[7]) == pytest.approx(want_y, rel=1e-6 if dtype == "float32" else 1e-13)
+        assert v[7] == pytest.approx(f(p, q), rel=1e-6 if dtype == "float32" else 1e-14)
+        g0 = F.grad(list(p), q)  # one point
+        assert np.array_equal(g0[0], F.grad(x[7], y[7])[0])
+        G = F.grad_wrt(1)  # by y alone: runs a value_and_grad kernel by y
+        np.testing.assert_allclose(G(x, y), gy, rtol=1e-6 if dtype == "float32" else 1e-13)
+
+
+def test_hessian_of_pair_terms_vs_mpmath(strategy):
+    """Pair terms summed (the edge-pushing Hessian's case: sparse, symmetric), a select, a
+    function of the whole sum, against mpmath's partial derivatives at 40 digits."""
+    def pairs(x, exp, log, atan):
+        e = 0.0
+        for i in range(4):
+            for j in range(i + 1, 4):
+                d = x[i] - x[j]
+                e = e + exp(-d * d) * (x[i] if x[i] > x[j] else 0.5 * x[j])
+        return e * log(2 + x[0] ** 2) + atan(x[1] * x[3])
+    F = symgrad.compile(lambda x: pairs(x, math.exp, math.log, math.atan), shapes=[(4,)])
+    x0 = [0.3, -0.7, 1.1, 0.45]
+    H = F.hessian(np.array(x0))
+    mpmath.mp.dps = 40
+    ref = lambda *x: pairs(x, mpmath.exp, mpmath.log, mpmath.atan)  # noqa: E731
+    for i in range(4):
+        for j in range(4):
+            order = [0] * 4
+            order[i] += 1
+            order[j] += 1
+            want = float(mpmath.diff(ref, [mpmath.mpf(v) for v in x0], tuple(order)))
+            assert H[i, j] == pytest.approx(want, rel=1e-13, abs=1e-14), (i, j)
+    assert np.array_equal(H, H.T)
