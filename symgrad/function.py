@@ -100,13 +100,13 @@ class Function:
         return hashlib.sha256(repr(parts).encode()).hexdigest()[:40]
 
     def _runs(self):
-        """The Function whose in-process kernel this one calls: a gradient (of a program
-        without loops) calls its value_and_grad kernel with the value not stored, so F.grad
-        and F.value_and_grad share one compiled library; any other Function its own."""
+        """The Function whose in-process kernel this one calls: a gradient of a large program
+        (_shared) calls its value_and_grad kernel with the value not stored, so F.grad and
+        F.value_and_grad share one compiled library; any other Function its own."""
         f = self.__dict__.get("_runs_function")
         if f is None:
             f = self
-            if self._steps[-1:] and self._steps[-1][0] == "grad" and not self.loops:
+            if self._steps[-1:] and self._steps[-1][0] == "grad" and self._shared():
                 sibling = self.__dict__.get("_sibling")  # F.value_and_grad itself, where F made this
                 f = sibling() if sibling else Function(
                     self.py_name, self._source, self.dtype, args=self.args, options=self.options,
@@ -115,10 +115,17 @@ class Function:
             self._runs_function = f
         return f
 
+    def _shared(self):
+        """Whether this gradient (or value and gradient) shares its kernel with its pair: for a
+        program of Options.large_kernel_ops operations or more, whose compile takes seconds.
+        A small kernel's value costs memory traffic beside its gradient (a streaming
+        gradient ran 1.4x slower with it) and its compile is short: each pair keeps its own."""
+        return not self.loops and self.program.count_ops() >= self.options.large_kernel_ops
+
     @property
     def _optional(self):
         """How many leading results of this Function's kernel may go unstored (the value)."""
-        return 1 if self._steps[-1:] and self._steps[-1][0] == "value_and_grad" and not self.loops else 0
+        return 1 if self._steps[-1:] and self._steps[-1][0] == "value_and_grad" and self._shared() else 0
 
     def result_shapes(self):
         """Core shapes of the results, from the traced program (no sympy)."""

@@ -124,6 +124,13 @@ def test_jacobian_and_hessian_layouts_match_the_functions(tmp_path, dtype):
     g = np.zeros((5, 4), dtype)
     rlib.rosen_grad_batch(ctypes.c_int64(5), _ptr(x), _ptr(g))
     np.testing.assert_array_equal(g, R.grad(x))
+    # a gradient run by its value_and_grad kernel (a large program): the standalone gradient
+    # prints that kernel's statements, the same bits
+    L = symgrad.compile(ns["rosen"], [(4,)], dtype=dtype, options=symgrad.Options(large_kernel_ops=1))
+    llib = _library(tmp_path, sources(L, ["grad"], "rosenl"), "rosenl")
+    llib.rosenl_grad_batch(ctypes.c_int64(5), _ptr(x), _ptr(g))
+    np.testing.assert_array_equal(g, L.grad(x))
+    assert L.grad.c_source == L.value_and_grad.c_source
 
 
 def test_header_documents_each_kernel():

@@ -269,10 +269,8 @@ def test_expr_and_c_source():
     assert sp.expand(F.expr - SEED.subs(X, sp.Symbol("x", real=True))) == 0
     xr = sp.Symbol("x", real=True)
     assert sp.expand(F.grad.expr - sp.diff(SEED.subs(X, xr), xr)) == 0
-    src = F.grad.c_source  # F.grad runs the kernel of F.value_and_grad, the value not stored
-    assert src == F.value_and_grad.c_source
-    assert "void seed_value_and_grad(" in src and "seed_value_and_grad_batch(int64_t n" in src
-    assert "void seed_grad(" in F.grad.standalone().definitions
+    src = F.grad.c_source
+    assert "void seed_grad(" in src and "seed_grad_batch(int64_t n" in src
     assert "pow(" not in src  # integer powers are multiplications
 
 
@@ -321,9 +319,10 @@ def test_value_and_grad_and_hessian_build_on_the_gradient_already_taken(monkeypa
 
 
 def test_grad_and_value_and_grad_share_one_compiled_kernel(caplog, monkeypatch):
-    """F.grad runs F.value_and_grad's kernel with the value not stored: after one, the other
-    compiles nothing, and the gradients are the same bits (batches with tails, the one-point
-    call, tiles of a large batch, float32, several arguments)."""
+    """F.grad of a large program runs F.value_and_grad's kernel with the value not stored:
+    after one, the other compiles nothing, and the gradients are the same bits (batches with
+    tails, the one-point call, tiles of a large batch, float32, several arguments); the
+    standalone gradient prints the same statements. A small program's pair keep a kernel each."""
     import logging
 
     from symgrad import source
@@ -333,8 +332,12 @@ def test_grad_and_value_and_grad_share_one_compiled_kernel(caplog, monkeypatch):
 
     def f(x, y):
         return sum(math.sin(x[i] * y) / (1.25 + x[i + 1] ** 2) for i in range(3)) + math.exp(0.3125 * y)
-    for dtype, opts in (("float64", symgrad.Options(stream_bytes=4096)), ("float32", None)):
+    small = symgrad.compile(f, shapes=[(4,), ()])
+    assert "f_grad_batch(" in small.grad.c_source and "f_value_and_grad" not in small.grad.c_source
+    for dtype, opts in (("float64", symgrad.Options(stream_bytes=4096, large_kernel_ops=1)),
+                        ("float32", symgrad.Options(large_kernel_ops=1))):
         F = symgrad.compile(f, shapes=[(4,), ()], dtype=dtype, options=opts)
+        assert F.grad.c_source == F.value_and_grad.c_source
         x, y = rng.uniform(-1, 1, (1001, 4)), rng.uniform(-1, 1, 1001)
         gx, gy = F.grad(x, y)
         with caplog.at_level(logging.WARNING, logger="symgrad.progress"):
