@@ -203,7 +203,7 @@ class Function:
     def optimized(self):
         """This Function's results as an optimised sympy program (what every target prints).
         A gradient's is its value_and_grad kernel's without the value (_runs): the standalone
-        C computes the same operations as the in-process kernel, bit for bit."""
+        C prints the statements of the in-process kernel (the same bits, libm permitting)."""
         with self._lock:
             if self._optimized is None:
                 from .errors import CompileError
