@@ -60,9 +60,10 @@ def worker(case, size, what):
     t["to sympy"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     d = differentiate.grad(sym, [0], opts.inline_limit)
-    if what == "grad":  # what F.grad compiles: its value_and_grad kernel, the value optional
+    shared = what == "grad" and prog.count_ops() >= opts.large_kernel_ops
+    if shared:  # what F.grad of a large program compiles: its value_and_grad kernel, the value optional
         d = differentiate.with_value(sym, d, opts.inline_limit)
-    else:
+    elif what == "hessian":
         d = differentiate.hessian(sym, [0], opts.inline_limit, d)
     t["differentiate"] = time.perf_counter() - t0
     t0 = time.perf_counter()
@@ -70,7 +71,7 @@ def worker(case, size, what):
     t["optimize"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     k = render.render(o, f"{case}{size}_{what}", render.TARGETS["cpu", "float64"], build.vector_bits(), opts,
-                      optional=int(what == "grad"))
+                      optional=int(shared))
     t["generate C"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     build.build(f"scaling_{prog.key[:24]}_{what}", k.source, k.cdecl, parts=k.parts, extra_flags=k.cflags)

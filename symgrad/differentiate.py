@@ -108,7 +108,8 @@ class _Emitter:
             if isinstance(e, sp.Piecewise) and any(v == 0 for v, _ in e.args):
                 # each branch value as a temporary: a chain of selects (np.max) stays linear
                 conds = tuple(c for _, c in e.args)
-                branches = [self(self.within(v, conds, k)) * self.within(y, conds, k) for k, (v, _) in enumerate(e.args)]
+                branches = [self(self.within(v, conds, k)) * self.within(y, conds, k)
+                            for k, (v, _) in enumerate(e.args)]
                 if all(b == 0 for b in branches):
                     return sp.S.Zero
                 return sp.Piecewise(*zip(branches, conds), evaluate=False)

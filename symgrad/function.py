@@ -118,8 +118,8 @@ class Function:
     def _shared(self):
         """Whether this gradient (or value and gradient) shares its kernel with its pair: for a
         program of Options.large_kernel_ops operations or more, whose compile takes seconds.
-        A small kernel's value costs memory traffic beside its gradient (a streaming
-        gradient ran 1.4x slower with it) and its compile is short: each pair keeps its own."""
+        A small kernel's value costs memory traffic beside its gradient (examples/benchmark.py's
+        memory-bound seed_grad was slower with it) and its compile is short: each pair keeps its own."""
         return not self.loops and self.program.count_ops() >= self.options.large_kernel_ops
 
     @property
@@ -311,7 +311,7 @@ class Function:
                 if self.program.data:
                     calling.bind_data(lib, key, self.c_name, self.program.data)
                 shapes = [tuple(s) for s in cache.library_meta(lib)["results"]]
-                skip = len(shapes) - len(self.result_shapes())  # the value, where a gradient runs F.value_and_grad's kernel
+                skip = len(shapes) - len(self.result_shapes())  # the value, where F.grad runs F.value_and_grad's kernel
                 self._plan = calling.Plan(f.c_name, self.args, shapes[skip:], self.dtype, self._structure, lib,
                                           self.options.stream_bytes, skip=[math.prod(x) for x in shapes[:skip]])
             return self._plan
