@@ -79,14 +79,32 @@ def source_digest():
 @lru_cache(maxsize=None)
 def toolchain():
     """Everything besides the program that decides a kernel's binary: symgrad's own source,
-    cffi, Python, compiler, flags, CPU."""
+    cffi, Python, flags, CPU. Not the compiler's name: CC=gcc, CC=cc and a process without
+    any compiler share kernels (the compiler that built one is in its metadata)."""
     import _cffi_backend  # the version cffi's generated modules are built against
     h = hashlib.sha256()
     for part in (source_digest(), _cffi_backend.__version__, sys.implementation.cache_tag,
-                 sysconfig.get_config_var("EXT_SUFFIX") or "", " ".join(compiler()), " ".join(flags()),
-                 machine()):
+                 sysconfig.get_config_var("EXT_SUFFIX") or "", " ".join(flags()), machine()):
         h.update(part.encode() + b"\0")
     return h.hexdigest()
+
+
+@lru_cache(maxsize=None)
+def _identity(cc):
+    import subprocess
+    try:
+        out = subprocess.run([*cc, "--version"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             timeout=30).stdout
+    except (OSError, subprocess.SubprocessError) as e:
+        out = f"unknown ({e})"
+    return _first_line(out, "unknown")
+
+
+def compiler_identity():
+    """What built a kernel, for its metadata (diagnostics only, never the key): the command
+    and the first line of its ``--version``, asked once per process and compiler."""
+    cc = tuple(compiler())
+    return {"cc": " ".join(cc), "compiler": _identity(cc)}
 
 
 def load(key):
@@ -94,14 +112,25 @@ def load(key):
     return cache.lookup(key)
 
 
+def adopt(key, data, sha256, info=None):
+    """The library for ``key``: the cached one, else ``data`` (a library built for ``key`` in
+    another process, shipped with a pickle) made a cache entry and loaded like any other;
+    None where ``data`` does not match ``sha256`` or cannot be stored (see cache.adopt)."""
+    with _key_lock(key):
+        return cache.lookup(key) or cache.adopt(key, data, sha256, info)
+
+
+def _key_lock(key):
+    with _lock:
+        return _building.setdefault(key, forksafe.RLock())
+
+
 def build(key, source, cdecl, *, parts=(), extra_flags=(), meta=None):
     """The cffi library for ``source`` (plus translation units ``parts``), filed under ``key``:
     loaded from the cache if it is there, else compiled and stored. Different keys build at
     the same time (a lock per key). ``meta`` (JSON data: results, dtype, ...) is compiled
     into the library, which returns it from ``symgrad_meta()`` beside ``symgrad_key()``."""
-    with _lock:
-        key_lock = _building.setdefault(key, forksafe.RLock())
-    with key_lock:
+    with _key_lock(key):
         lib = cache.lookup(key)
         if lib is not None:
             return lib
@@ -120,7 +149,9 @@ def build(key, source, cdecl, *, parts=(), extra_flags=(), meta=None):
                     so, c_file = _compile_with_fallbacks(source + stamp, cdecl, key, Path(tmp), extra_flags, parts)
                     with open(c_file) as f:
                         c_text = f.read()
-                    return cache.install(d, key, so, c_text)
+                    with open(so, "rb") as f:
+                        data = f.read()
+                    return cache.install(d, key, data, c_text, compiler_identity())
             except _CompilerFailed as e:
                 if not _io_failure(e.stderr):  # the compiler refused the code: its message is the error
                     kept = _keep_failed_source(d, key, e.source)

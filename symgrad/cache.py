@@ -3,11 +3,12 @@ lives and which directories it trusts: cachedir.py).
 
 symgrad never follows a symlink in the cache, never loads a file it did not verify, and writes every
 file with explicit modes (0600, 0700) through unique temporary names and an atomic
-rename. An entry for key K is ``_sg_K.json`` (what the library file is called and its
-SHA-256) plus that library file (named by its own hash, so two processes writing K at
-once never mix one's metadata with the other's library). A damaged entry is removed and
-rebuilt with a warning; a cache that cannot be written, or whose files cannot be mapped
-executable, degrades to a private directory with one warning. No sympy here."""
+rename. An entry for key K is ``_sg_K.json`` (what the library file is called, its SHA-256
+and, for diagnostics, the compiler that built it) plus that library file (named by its own
+hash, so two processes writing K at once never mix one's metadata with the other's library).
+A damaged entry is removed and rebuilt with a warning; a cache that cannot be written, or
+whose files cannot be mapped executable, degrades to a private directory with one warning.
+A library a pickle shipped becomes an entry like any other (adopt). No sympy here."""
 from __future__ import annotations
 
 import hashlib
@@ -29,6 +30,8 @@ from .errors import CacheError, CompileError
 FORMAT = 1
 EXT = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
 _loaded = {}   # key -> loaded cffi module
+_files = {}    # key -> (library file, its SHA-256, its metadata's diagnostics) of _loaded[key]
+_shipping = {}  # key -> (bytes, SHA-256, diagnostics) of that file, read at its first pickle
 _lock = forksafe.RLock()
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
@@ -80,8 +83,8 @@ def _read_all(fd):
 
 
 def _library_file(d, key):
-    """(library path, its open fd) of the entry for ``key`` after checking its metadata and
-    hash, or None if there is no entry; raises _Damaged otherwise."""
+    """(library path, its open fd, metadata) of the entry for ``key`` after checking its
+    metadata and hash, or None if there is no entry; raises _Damaged otherwise."""
     fd = _open_own(_meta_path(d, key))
     if fd is None:
         return None
@@ -105,7 +108,7 @@ def _library_file(d, key):
     if hashlib.sha256(data).hexdigest() != meta.get("sha256"):
         os.close(fd)
         raise _Damaged("its library file does not match its recorded hash (truncated or altered)")
-    return lib, fd
+    return lib, fd, meta
 
 
 def _dlopen(key, path, fd):
@@ -160,7 +163,7 @@ def _load(d, key):
     found = _library_file(d, key)
     if found is None:
         return None
-    path, fd = found
+    path, fd, meta = found
     try:
         mod = _dlopen(key, path, fd)
     except ImportError as e:
@@ -171,6 +174,8 @@ def _load(d, key):
         os.close(fd)
     if not _verified_key(mod, key):
         raise _Damaged("the library was built for another kernel")
+    with _lock:
+        _files[key] = (path, meta["sha256"], {k: meta[k] for k in _DIAGNOSTICS if k in meta})
     return mod
 
 
@@ -208,18 +213,20 @@ def write_file(d, name, data, mode):
         raise
 
 
-def store(d, key, library_file, source=None):
-    """Put the compiled library (a file in a build directory) into ``d`` as the entry for
-    ``key``; returns the library's final path. Raises OSError if ``d`` cannot be written."""
-    with open(library_file, "rb") as f:
-        data = f.read()
+_DIAGNOSTICS = ("cc", "compiler", "shipped")  # metadata that says where a library came from
+
+
+def store(d, key, data, source=None, info=None):
+    """Put a compiled library (its bytes) into ``d`` as the entry for ``key``, with ``info``
+    (_DIAGNOSTICS: the compiler that built it) in its metadata; returns the library's final
+    path. Raises OSError if ``d`` cannot be written."""
     digest = hashlib.sha256(data).hexdigest()
     name = f"_sg_{key}-{digest[:16]}{EXT}"
     write_file(d, name, data, 0o700)
     if source is not None:
         write_file(d, f"_sg_{key}.c", source.encode(), 0o600)
     meta = {"format": FORMAT, "key": key, "library": name, "sha256": digest, "size": len(data),
-            "created": time.time()}
+            "created": time.time(), **{k: v for k, v in (info or {}).items() if k in _DIAGNOSTICS}}
     write_file(d, f"_sg_{key}.json", json.dumps(meta).encode(), 0o600)
     _remove_unlisted(d, key, name, GRACE)
     return d / name
@@ -323,15 +330,60 @@ def building_places():
         yield p
 
 
-def install(d, key, library_file, source):
-    """Store a built library in ``d`` and load it; on failure raise OSError/NotExecutable."""
-    path = store(d, key, library_file, source)
+def install(d, key, data, source=None, info=None):
+    """Store a built library (its bytes) in ``d`` and load it; on failure raise OSError or
+    NotExecutable."""
+    path = store(d, key, data, source, info)
     mod = load_from(d, key)
     if mod is None:
         raise OSError(f"the kernel stored at {path} could not be read back")
     with _lock:
         _loaded[key] = mod
     return mod
+
+
+def adopt(key, data, sha256, info=None):
+    """Make ``data``, a library built for ``key`` elsewhere (a pickle's), the entry for ``key``
+    in the first place that takes it, and load it as any entry (its hash checked, then the key
+    it reports). None, with a warning, where ``data`` does not match ``sha256`` (it is never
+    written or loaded); None where no place takes it."""
+    if hashlib.sha256(data).hexdigest() != sha256:
+        warn_once(("shipped", key), f"the library shipped with a pickled Function for kernel {key[:12]} "
+                  "does not match its SHA-256 (altered or truncated on the way); it is not loaded: "
+                  "the kernel is built here from the pickled Function instead")
+        return None
+    for d in building_places():
+        try:
+            store(d, key, data, None, dict(info or {}, shipped=True))
+            mod = load_from(d, key)  # None (with a warning, the entry removed) if it does not load
+        except (OSError, NotExecutable):
+            continue
+        if mod is not None:
+            with _lock:
+                _loaded[key] = mod
+        return mod
+    return None
+
+
+def library_bytes(key):
+    """(bytes, SHA-256, diagnostics) of the library loaded for ``key`` in this process, read
+    once from its verified file (later calls reuse them); None where none is loaded here or
+    its file has changed or gone since it was loaded."""
+    with _lock:
+        if key not in _shipping and key in _loaded and key in _files:
+            path, digest, info = _files[key]
+            try:
+                fd = _open_own(path)
+            except _Damaged:
+                fd = None
+            if fd is not None:
+                try:
+                    data = _read_all(fd)
+                finally:
+                    os.close(fd)
+                if hashlib.sha256(data).hexdigest() == digest:
+                    _shipping[key] = (data, digest, info)
+        return _shipping.get(key)
 
 
 def fail(places_tried):
@@ -354,5 +406,7 @@ def discard(key):
     """Forget and remove the entry for ``key`` (it was found to describe another kernel)."""
     with _lock:
         _loaded.pop(key, None)
+        _files.pop(key, None)
+        _shipping.pop(key, None)
         for d in _places():
             remove(d, key)

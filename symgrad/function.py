@@ -3,8 +3,9 @@
 Every Function records its Python function's program once (at the first call of it or of
 any derivative taken from it; derivatives share that trace). The compiled kernel is found
 by a hash of that program and of everything else that decides the code (kind, argnums,
-dtype, options, symgrad, compiler), so a cached kernel can only ever be the compiled form
-of what was traced in this process. sympy is imported only to build a missing kernel."""
+dtype, options, symgrad, flags, CPU; not the compiler's name), so a cached kernel can only
+be the compiled form of what was traced in this process. sympy is imported only to build a
+missing kernel."""
 from __future__ import annotations
 
 import hashlib
@@ -288,9 +289,10 @@ class Function:
         return CudaFunction(self)
 
     def _library(self):
-        """The loaded kernel: from the cache when one was built for this key, else built now.
-        The library itself says what it computes (its kernel, dtype and result shapes); a
-        library that says otherwise than this Function expects is discarded and rebuilt."""
+        """The loaded kernel: from the cache when one was built for this key, else the library
+        a pickle shipped for this very key (made a cache entry), else built now. The library
+        itself says what it computes (its kernel, dtype and result shapes); a library that
+        says otherwise than this Function expects is discarded and rebuilt."""
         with self._lock:
             if self._plan is None:
                 from . import build, cache
@@ -298,6 +300,9 @@ class Function:
                 meta = {"kernel": f.c_name, "dtype": str(self.dtype),
                         "results": [list(s) for s in f.result_shapes()]}
                 lib = build.load(key)
+                shipped = self.__dict__.pop("_shipped", None)  # a pickle's library, if built for this key
+                if lib is None and shipped is not None and shipped.get("key") == key:
+                    lib = build.adopt(key, shipped["bytes"], shipped["sha256"], shipped.get("info"))
                 if lib is not None and cache.library_meta(lib) != meta:
                     cache.warn_once(("meta", key), f"the cached kernel {key[:12]} describes another "
                                     "kernel; it is rebuilt")
@@ -443,7 +448,8 @@ class Function:
         fresh = list({f.key: f for f in fns if f._plan is None}.values())  # F.grad runs F.value_and_grad's kernel
         for f in fresh:  # the Python stages (sympy holds the GIL): one after another
             from . import build
-            if build.load(f.key) is None:
+            shipped = f.__dict__.get("_shipped") or {}
+            if build.load(f.key) is None and shipped.get("key") != f.key:  # (a pickle's library: _library)
                 f.kernel
         if len(fresh) > 1:  # the C compilers run in parallel
             from concurrent.futures import ThreadPoolExecutor
@@ -531,7 +537,8 @@ class Function:
 
     def __reduce__(self):
         """Pickled by value: the traced program (never the Python function), shapes, structure,
-        dtype, options, and the generated kernel source when it exists."""
+        dtype, options, the generated kernel source when it exists and, when its library is
+        loaded in this process, that library (bytes, SHA-256, key) for a worker without a compiler."""
         if self._source.method:
             raise TypeError(f"cannot pickle {self.py_name}: a method's Function is pickled bound to an "
                             f"instance (pickle obj.{self.py_name}, not the class attribute)")
@@ -540,7 +547,11 @@ class Function:
         runs = self._runs()
         if runs._kernel is not None:
             state["kernel"] = (runs._kernel_bits, runs._kernel)
-        from . import build
+        from . import build, cache
+        key = self.key
+        shipped = cache.library_bytes(key)  # read once per process, None if never loaded here
+        if shipped is not None:
+            state["library"] = {"key": key, "bytes": shipped[0], "sha256": shipped[1], "info": shipped[2]}
         return _unpickle, (PICKLE_FORMAT, build.VERSION, build.source_digest(),
                            pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL))
 
@@ -564,7 +575,8 @@ _KINDS = ("value", "grad", "value_and_grad", "jacobian", "hessian", "hvp")
 def _unpickle(fmt, version, digest, state):
     """A pickled Function, in this process: its header checked against this symgrad (an older
     or newer one may trace, differentiate or lay out results otherwise) before its state (bytes)
-    is rebuilt, then called as it was."""
+    is rebuilt, then called as it was. A shipped library is kept for _library, which uses it
+    only for the key it was built for."""
     from . import build
     if fmt != PICKLE_FORMAT or version != build.VERSION:
         raise pickle.UnpicklingError(
@@ -584,6 +596,8 @@ def _unpickle(fmt, version, digest, state):
         if bits == vector_bits():  # rendered for this CPU's vector width: no sympy needed here
             runs = f._runs()
             runs._kernel, runs._kernel_bits = kernel, bits
+    if isinstance(state.get("library"), dict):
+        f._shipped = state["library"]
     return f
 
 

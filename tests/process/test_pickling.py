@@ -78,11 +78,11 @@ def test_round_trip_in_a_process_that_cannot_import_the_defining_module(tmp_path
     assert r.lines[-2] == "False"  # kernels loaded from the shared cache: no sympy, no tracing
 
 
-def test_worker_with_an_empty_cache_compiles_from_the_pickle(tmp_path):
+def test_worker_with_an_empty_cache_uses_what_the_pickle_carries(tmp_path):
     loader = _make(tmp_path, "called", tmp_path / "cache")
     r = run_python(LOADER, loader, tmp_path / "functions.pkl", SYMGRAD_CACHE_DIR=tmp_path / "other-cache")
     assert len(r.lines) == 16
-    assert r.lines[-2] == "False"  # the pickled kernel source was compiled: no sympy needed
+    assert r.lines[-2] == "False"  # the pickled libraries were installed: no sympy, no compiler needed
 
 
 def test_pickled_before_any_call_is_traced_at_pickling_and_compiled_by_the_worker(tmp_path):
@@ -92,7 +92,7 @@ def test_pickled_before_any_call_is_traced_at_pickling_and_compiled_by_the_worke
 
 
 def test_worker_without_compiler_or_cached_kernel_names_both(tmp_path):
-    loader = _make(tmp_path, "called", tmp_path / "cache")
+    loader = _make(tmp_path, "fresh", tmp_path / "cache")  # pickled before any call: no library travels
     empty = tmp_path / "empty-cache"
     r = run_python(LOADER, loader, tmp_path / "functions.pkl", check=False, SYMGRAD_CACHE_DIR=empty,
                    CC="no-such-cc-symgrad")
