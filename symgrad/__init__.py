@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 from .errors import CacheError, CacheWarning, CompileError, TraceError
-from .function import Function
+from .function import Function, checked_keywords as _checked_keywords
 from .source import Source
 from .options import Options
 
@@ -41,7 +41,8 @@ def compile(f=None, shapes=None, *, dtype=None, options=None):
         name = "lambda"
     from . import options as _options
     loop_min = (options or _options.DEFAULT).loop_min_size
-    return Function(name, Source(f, shapes, method=method, loop_min=loop_min), "float64" if dtype is None else dtype,
+    dtype = "float64" if dtype is None else dtype  # Function checks it before anything is traced
+    return Function(name, Source(f, shapes, method=method, loop_min=loop_min, dtype=dtype), dtype,
                     args=tuple(zip(names, core)), options=options)
 
 
@@ -82,10 +83,10 @@ def _verb(kind):
     def verb(f, argnums=None, shapes=None, *, dtype=None, options=None):
         F = compile(f, shapes, dtype=dtype, options=options)
         return F._derive(kind, argnums)
-    verb.__name__ = kind
+    verb.__name__ = verb.__qualname__ = kind
     verb.__doc__ = (f"``{kind}`` of ``f`` w.r.t. ``argnums`` (default: every argument) as a compiled "
                     f"Function; see Function.{kind}.")
-    return verb
+    return _checked_keywords(f"symgrad.{kind}")(verb)
 
 
 grad = _verb("grad")
@@ -94,6 +95,7 @@ hessian = _verb("hessian")
 value_and_grad = _verb("value_and_grad")
 
 
+@_checked_keywords("symgrad.derivative")
 def derivative(f, n=1, argnum=0, shapes=None, *, dtype=None, options=None):
     """n-th derivative of ``f`` w.r.t. its scalar argument ``argnum``, compiled."""
     return compile(f, shapes, dtype=dtype, options=options).derivative(n, argnum)

@@ -2,12 +2,14 @@
 
     symgrad generate MODULE:FUNCTION --out DIR [--name NAME] [--shapes SHAPES] [--value]
                      [--grad] [--hessian] [--jacobian] [--derivative N] [--dtype T]
-                     [--float32-math double|float] [--cuda]
+                     [--float32-math double|float] [--loop-min-size N] [--cuda]
     symgrad show MODULE:FUNCTION [--grad|--hessian|--jacobian|--derivative N] [--shapes SHAPES]
-                 [--latex] [--c] [--cuda] [--dtype T] [--float32-math double|float]
+                 [--latex] [--c] [--cuda] [--dtype T] [--float32-math double|float] [--loop-min-size N]
+    symgrad --version
 
-MODULE is an importable module or a path to a .py file. Errors print one line on stderr:
-exit status 2 for a malformed command line, 1 for anything else."""
+MODULE is an importable module or a path to a .py file. ``generate`` prints the paths it
+wrote, then the command that compiles the C file. Errors print one line on stderr: exit
+status 2 for a malformed command line, 1 for anything else."""
 from __future__ import annotations
 
 import argparse
@@ -78,8 +80,15 @@ def _shapes(text):
 
 
 def _parser():
+    from . import __version__
+    from .options import DEFAULT
     p = argparse.ArgumentParser(prog="symgrad", description="Exact derivatives of plain Python functions, as C.")
+    p.add_argument("--version", action="version", version=f"symgrad {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
+    loops = dict(type=int, default=DEFAULT.loop_min_size, metavar="N",
+                 help="arrays (arguments, closed-over data) of at least N entries stay loops (default: "
+                      "%(default)s; 0: none). Standalone source has no loops: it then holds them element by "
+                      "element (a warning says so)")
     g = sub.add_parser("generate", help="write standalone C (and CUDA) files for a function's kernels")
     g.add_argument("function", metavar="MODULE:FUNCTION")
     g.add_argument("--out", required=True, metavar="DIR", help="directory for NAME.h, NAME.c (NAME.cu)")
@@ -93,6 +102,7 @@ def _parser():
     g.add_argument("--float32-math", choices=["double", "float"], default="double",
                    help="arithmetic of float32 kernels: double (the float64 result, rounded once) or "
                         "float (faster; intermediates past 3.4e38 overflow)")
+    g.add_argument("--loop-min-size", **loops)
     g.add_argument("--cuda", action="store_true", help="also NAME.cu (CUDA)")
     s = sub.add_parser("show", help="print a function's derivative, operation counts, source")
     s.add_argument("function", metavar="MODULE:FUNCTION")
@@ -106,6 +116,7 @@ def _parser():
     s.add_argument("--cuda", action="store_true", help="also the CUDA source")
     s.add_argument("--dtype", choices=["float64", "float32"], default="float64")
     s.add_argument("--float32-math", choices=["double", "float"], default="double")
+    s.add_argument("--loop-min-size", **loops)
     return p
 
 
@@ -118,8 +129,11 @@ def _generate(a, F):
             raise Usage(f"--derivative needs an order of at least 1, got {n}")
     if not kinds:
         kinds = ["value", "grad"]
-    for path in write_files(a.out, sources(F, kinds, a.name, a.cuda)):
+    from .render.target import c99_build
+    paths = write_files(a.out, sources(F, kinds, a.name, a.cuda))
+    for path in paths:
         print(path)
+    print("build:", c99_build(str(next(p for p in paths if p.suffix == ".c"))))
 
 
 def _show(a, F):
@@ -129,19 +143,23 @@ def _show(a, F):
     G = F.hessian if a.hessian else F.jacobian if a.jacobian else F.grad if a.grad else \
         F.derivative(a.derivative) if a.derivative is not None else F
     print(f"# {G.title}, traced program of {G.program.count_ops()} operations")
-    before = G.symbolic()
-    after = G.optimized()
-    if not before.body or before.inlined(SHOW_LIMIT) is not None:
-        expr = G.expr
-        print(sp.latex(expr) if a.latex else sp.pretty(expr, use_unicode=True))
-    else:  # the closed form would explode: one assignment a line, like a jaxpr
-        from .realfns import standard
-        print("# straight-line program (its closed form is too large to show):")
-        for t, e in after.body:
-            print(f"{t} = {sp.latex(standard(e)) if a.latex else standard(e)}")
-        for o in after.outputs:
-            print(f"{o.name} = {[standard(e) for e in o.exprs] if o.shape else standard(o.exprs[0])}")
-    print(f"# operations: {before.count_ops()} before optimisation, {after.count_ops()} after")
+    if G.loops:  # no closed form, no straight-line program to print
+        print(f"# its arrays stayed loops (those of at least {F.options.loop_min_size} entries): "
+              "--loop-min-size 0 shows it element by element")
+    else:
+        before = G.symbolic()
+        after = G.optimized()
+        if not before.body or before.inlined(SHOW_LIMIT) is not None:
+            expr = G.expr
+            print(sp.latex(expr) if a.latex else sp.pretty(expr, use_unicode=True))
+        else:  # the closed form would explode: one assignment a line, like a jaxpr
+            from .realfns import standard
+            print("# straight-line program (its closed form is too large to show):")
+            for t, e in after.body:
+                print(f"{t} = {sp.latex(standard(e)) if a.latex else standard(e)}")
+            for o in after.outputs:
+                print(f"{o.name} = {[standard(e) for e in o.exprs] if o.shape else standard(o.exprs[0])}")
+        print(f"# operations: {before.count_ops()} before optimisation, {after.count_ops()} after")
     if a.c or a.cuda:
         from .codegen import sources
         kind = "value" if G is F else G.kind
@@ -157,10 +175,12 @@ def main(argv=None):
     try:
         if a.float32_math != "double" and a.dtype != "float32":
             raise Usage(f"--float32-math {a.float32_math} needs --dtype float32 (float64 kernels compute in double)")
+        if a.loop_min_size < 0:
+            raise Usage(f"--loop-min-size needs a number of entries of at least 0, got {a.loop_min_size}")
         import symgrad
         fn = _load(a.function)
         F = symgrad.compile(fn, _shapes(a.shapes), dtype=a.dtype,
-                            options=symgrad.Options(float32_math=a.float32_math))
+                            options=symgrad.Options(float32_math=a.float32_math, loop_min_size=a.loop_min_size))
         F.program  # trace now: an untraceable function fails here, with its line
         (_generate if a.command == "generate" else _show)(a, F)
     except Usage as e:

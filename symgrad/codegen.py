@@ -32,7 +32,8 @@ def functions(F, kinds):
 
 
 def sources(F, kinds=("value", "grad"), name=None, cuda=False):
-    """{file name: text} of the standalone files for the kernels ``kinds`` of Function ``F``."""
+    """{file name: text} of the standalone files for the kernels ``kinds`` of Function ``F``
+    (where its arrays stayed loops: of ``F`` traced element by element, see Function.standalone)."""
     from .render.c99 import c99_files
     from .render.cuda import cuda_file
     from .function import c_identifier

@@ -34,6 +34,29 @@ def c_identifier(name):
     return s
 
 
+def checked_keywords(name):
+    """Decorator: a keyword the function does not take raises a TypeError naming it as
+    ``name`` (as the user called it) and the parameter probably meant; its signature stays."""
+    import functools
+    import inspect
+
+    def wrap(fn):
+        takes = [p.name for p in inspect.signature(fn).parameters.values()
+                 if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name != "self"]
+
+        @functools.wraps(fn)
+        def checked(*args, **kwargs):
+            for k in kwargs:
+                if k not in takes:
+                    import difflib
+                    meant = difflib.get_close_matches(k, takes, n=1)
+                    hint = f"did you mean {meant[0]!r}?" if meant else f"it takes {', '.join(takes)}"
+                    raise TypeError(f"{name}() got an unexpected keyword argument {k!r}; {hint}")
+            return fn(*args, **kwargs)
+        return checked
+    return wrap
+
+
 class Function:
     """A compiled numeric function of fixed-shape arguments (see ``symgrad.compile``).
 
@@ -264,11 +287,23 @@ class Function:
 
     def standalone(self, target="c99", name=None):
         """This Function as standalone source for ``target`` ("c99" or "cuda"): a render.c99.Unit
-        (documented declarations, definitions) of the kernel named ``name`` (default c_name)."""
+        (documented declarations, definitions) of the kernel named ``name`` (default c_name).
+        Standalone source has no loops: where arrays stayed loops, it is printed from the
+        function traced again element by element, with a warning naming the data it then holds."""
         from .render import pick
         if target not in ("c99", "cuda"):
             raise ValueError(f"target must be 'c99' or 'cuda', got {target!r}")
-        self._no_loops(f"standalone {target} source")
+        if self.loops:
+            f = self.__dict__.get("_elementwise")
+            if f is None:
+                held = sum(d.size for d in self.program.data)
+                why = (f"standalone source has no loops, so the {held} entries of its closed-over data are "
+                       "printed into it as constants" if held else
+                       "standalone source has no loops, so its array operations are printed entry by entry")
+                f = self._elementwise = Function(self.py_name, self._source.unrolled(self.name, self._what, why),
+                                                 self.dtype, args=self.args, options=self.options,
+                                                 steps=self._steps, structure=self._structure)
+            return f.standalone(target, name)
         if target == "cuda":
             from .render.cuda import render_cuda as emit
         else:
@@ -416,16 +451,19 @@ class Function:
         differentiation: its cost is linear in the program's, no Hessian is formed."""
         return self._derive("hvp", None)
 
+    @checked_keywords("Function.jacobian_wrt")
     def jacobian_wrt(self, argnums=None, *, stack=False):
         """Jacobian by the arguments ``argnums`` (default: all). ``stack=True``: one array of
         core shape output shape + (total size of those arguments,), arguments flattened and
         concatenated in order: what scipy's curve_fit and least_squares expect."""
         return self._derive("jacobian", argnums, stack=stack)
 
+    @checked_keywords("Function.grad_wrt")
     def grad_wrt(self, argnums):
         """Gradient by the arguments ``argnums`` only (an int: one array; a tuple: a tuple)."""
         return self._derive("grad", argnums)
 
+    @checked_keywords("Function.hessian_wrt")
     def hessian_wrt(self, argnums):
         """Hessian by the arguments ``argnums`` only."""
         return self._derive("hessian", argnums)
@@ -459,6 +497,7 @@ class Function:
             f._library()
         return self
 
+    @checked_keywords("Function.derivative")
     def derivative(self, n, argnum=0):
         """n-th derivative of every result w.r.t. the scalar argument ``argnum``."""
         if not isinstance(n, int) or isinstance(n, bool) or n < 0:

@@ -147,9 +147,10 @@ def const_value(node):
 class Builder:
     """Records nodes with value numbering; ``node(...)`` returns the index."""
 
-    def __init__(self, loop_min=0):
+    def __init__(self, loop_min=0, dtype="float64"):
         self.nodes, self.index = [], {}
         self.loop_min = loop_min  # arrays of at least this many entries stay loops (0: never)
+        self.dtype = np.dtype(dtype)  # the kernel's: the dtype numpy code would see of an array
         self.data, self._data_ids, self.vars = [], {}, 0
         self.large = False  # whether the trace met an array of at least loop_min entries
 

@@ -207,7 +207,13 @@ class RealPow(RealFunction):
         a, b = self.args
         if argindex == 1:
             return b * RealPow(a, b - 1)
-        return self * Log(a)
+        # by the exponent: a**b * log(a), with log(1) for a base 0 (JAX's rule): 0 ** b is 0
+        # for b > 0 and 1 at b = 0, a derivative of 0 there, and NaN (inf * 0) where it is inf
+        if a.is_zero:
+            return sp.Piecewise((sp.S.Zero, sp.Ge(b, 0, evaluate=False)), (sp.nan, True), evaluate=False)
+        if a.is_Number:
+            return self * Log(a)
+        return self * Log(sp.Piecewise((sp.S.One, sp.Eq(a, 0, evaluate=False)), (a, True), evaluate=False))
 
     @classmethod
     def eval(cls, a, b):

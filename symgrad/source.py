@@ -15,7 +15,22 @@ from . import forksafe
 # up, Python prints them on stderr. Silence: SYMGRAD_QUIET=1, or
 # logging.getLogger("symgrad.progress").setLevel(logging.ERROR).
 progress = logging.getLogger("symgrad.progress")
-PROGRESS_SECONDS = None if os.environ.get("SYMGRAD_QUIET") else 2.0
+_QUIET = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False,
+          "": False}
+
+
+def quiet(value):
+    """Whether SYMGRAD_QUIET=``value`` (None: unset) silences the progress lines; a value it
+    does not take warns and leaves them on."""
+    word = (value or "").strip().lower()
+    if word not in _QUIET:
+        import warnings
+        warnings.warn(f"SYMGRAD_QUIET={value!r} is not one of 0/1, false/true, no/yes, off/on (any case; unset or "
+                      "empty: 0): the progress lines stay on", RuntimeWarning, stacklevel=2)
+    return _QUIET.get(word, False)
+
+
+PROGRESS_SECONDS = None if quiet(os.environ.get("SYMGRAD_QUIET")) else 2.0
 
 
 @contextmanager
@@ -49,9 +64,10 @@ class Source:
     that passes defaulted parameters uses a variant traced with them (``variant``)."""
 
     def __init__(self, fn=None, shapes=None, program=None, *, method=False, instance=None, spec=(),
-                 consts=None, loop_min=0):
+                 consts=None, loop_min=0, dtype="float64"):
         self.fn, self.shapes, self._program, self._symbolic = fn, shapes, program, None
         self.loop_min, self._unrolled, self._loops = loop_min, None, None
+        self.dtype = dtype  # the kernel's (np.nan_to_num's largest number depends on it)
         self.method, self.spec, self.consts = method, spec, consts or {}
         self.takes_out = fn is not None and _has_parameter(fn, "out")  # then `out=` is f's, not results
         self.instance = None if instance is None else _Instance(instance)
@@ -72,7 +88,7 @@ class Source:
                 from .tracing import trace
                 with stage(name, "trace"):
                     self._program = trace(self.fn, self.shapes, self.prefix, self.spec, self.consts,
-                                          self.loop_min)
+                                          self.loop_min, self.dtype)
                 if self.instance is not None:
                     self.instance.traced()
             return self._program
@@ -98,22 +114,24 @@ class Source:
                     self._loops = from_program(prog)
             return self._loops
 
-    def unrolled(self, name, what):
-        """This Source traced with every array element by element: for derivatives that the
-        loop form does not take (loops.supports); ``what`` (the Function) for the warning."""
+    def unrolled(self, name, what, why="its arrays stayed loops, which this derivative is not taken of"):
+        """This Source traced with every array element by element, for what loops do not give
+        (``why``: a derivative, loops.supports, or standalone source); the first time, a
+        warning names ``what`` (the Function) and ``why``."""
         with self._lock:
             if self._unrolled is None:
-                self._check_data(name)
-                progress.warning("symgrad: %s: its arrays stayed loops, which this derivative is not taken of: "
-                                 "the function is traced again element by element (compile time grows with "
-                                 "the arrays' sizes)", what)
                 if self.fn is None:
                     from .errors import CompileError
-                    raise CompileError(f"{name}: this derivative of a program whose arrays stayed loops needs "
-                                       "the Python function traced again, which a Function made from a program "
-                                       "(a pickle, from_sympy) does not have; compile the function itself")
+                    raise CompileError(f"{name}: {why}; that needs the Python function traced again element by "
+                                       "element, which a Function made from a program (a pickle, from_sympy) does "
+                                       "not have: use the function itself, or pickle a Function compiled with "
+                                       "options=symgrad.Options(loop_min_size=0)")
+                self._check_data(name)
+                progress.warning("symgrad: %s: %s: the function is traced again element by element (compile time "
+                                 "grows with the arrays' sizes)", what, why)
                 inst = None if self.instance is None else self.prefix[0]
-                self._unrolled = Source(self.fn, self.shapes, spec=self.spec, consts=self.consts, instance=inst)
+                self._unrolled = Source(self.fn, self.shapes, spec=self.spec, consts=self.consts, instance=inst,
+                                        dtype=self.dtype)
             return self._unrolled
 
     def _check_data(self, name):
@@ -143,7 +161,7 @@ class Source:
 
     def bind(self, obj, on_traced=None):
         """This method's Source bound to ``obj``; ``on_traced()`` runs once its trace is made."""
-        src = Source(self.fn, self.shapes, instance=obj, loop_min=self.loop_min)
+        src = Source(self.fn, self.shapes, instance=obj, loop_min=self.loop_min, dtype=self.dtype)
         src.instance.on_traced = on_traced
         return src
 
@@ -153,7 +171,7 @@ class Source:
             v = self._variants.get(spec)
             if v is None:
                 v = self._variants[spec] = Source(self.fn, self.shapes, spec=spec, consts=consts,
-                                                  loop_min=self.loop_min,
+                                                  loop_min=self.loop_min, dtype=self.dtype,
                                                   instance=None if self.instance is None else self.prefix[0])
             return v
 

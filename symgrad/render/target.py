@@ -6,6 +6,7 @@ here; the emitters (cpu.py, c99.py, cuda.py) and the callers (build.py, calling.
 codegen.py) ask a Target."""
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass, replace
 
 # IEEE semantics: no -ffast-math; no FMA contraction, so every operation rounds as written
@@ -95,6 +96,15 @@ TARGETS = {
     ("cuda", "float64"): _cuda("double", 8),
     ("cuda", "float32"): _cuda("float", 4),
 }
+
+
+def c99_build(source):
+    """A shell command that compiles standalone C file ``source`` with the c99 target's flags
+    (float64 and float32 alike) into an object beside it, and a comment: what to link with."""
+    t = TARGETS["c99", "float64"]
+    obj = (source[:-2] if source.endswith(".c") else source) + ".o"
+    return (f"cc {' '.join(t.flags)} -c {shlex.quote(source)} -o {shlex.quote(obj)}"
+            f"  # then link with {' '.join(t.libs)}")
 
 
 @dataclass(frozen=True)

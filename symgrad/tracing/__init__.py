@@ -24,29 +24,30 @@ progress = logging.getLogger("symgrad.progress")  # as source.py's: a fallback i
 _SYMGRAD = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def trace(fn, shapes=None, prefix=(), spec=(), consts=None, loop_min=0):
+def trace(fn, shapes=None, prefix=(), spec=(), consts=None, loop_min=0, dtype="float64"):
     """Run ``fn`` once on traced arguments and return its Program. ``prefix``: bound leading
     arguments (a method's ``self``); ``spec``/``consts``: defaulted parameters a call passes
     (signature.bind): TRACED ones are further scalar arguments, the others constants.
     Arrays of at least ``loop_min`` entries (0: none) stay loops (lazy.py) where the
-    operations on them allow; where not, the function is traced again unrolled."""
+    operations on them allow; where not, the function is traced again unrolled. ``dtype``:
+    the kernel's, for what numpy derives from an array's dtype (np.nan_to_num's largest value)."""
     if loop_min:
         try:
-            return _trace(fn, shapes, prefix, spec, consts, loop_min)
+            return _trace(fn, shapes, prefix, spec, consts, loop_min, dtype)
         except Unrollable as e:
             if e.large:  # small arrays only: unrolled is what they would be anyway
                 progress.warning("symgrad: %s: %s, which symgrad cannot keep as a loop: its arrays are "
                                  "traced element by element (compile time grows with their size)",
                                  getattr(fn, "__qualname__", fn), e.args[0])
-    return _trace(fn, shapes, prefix, spec, consts, 0)
+    return _trace(fn, shapes, prefix, spec, consts, 0, dtype)
 
 
-def _trace(fn, shapes, prefix, spec, consts, loop_min):
+def _trace(fn, shapes, prefix, spec, consts, loop_min, dtype):
     names, shapes = traced_params(fn, shapes, skip=len(prefix))
     n = len(names)
     extra = [name for name, how in spec if how == TRACED]
     names, shapes = names + extra, shapes + [()] * len(extra)
-    b = Builder(loop_min)
+    b = Builder(loop_min, dtype)
     args, values = [], []
     for k, (name, shape) in enumerate(zip(names, shapes)):
         args.append(Arg(name, shape))

@@ -17,7 +17,7 @@ import operator
 import numpy as np
 
 from ..errors import TraceError
-from . import values
+from . import registry, values
 from .values import Condition, Value, builder, user_site, where
 
 UNROLL = 8  # reduced axes up to this extent are summed term by term, not looped
@@ -174,14 +174,21 @@ class LazyArray:
     def copy(self):
         return self
 
+    def astype(self, dtype, *a, **k):
+        if values.keeps_values(dtype):
+            return self
+        raise Unrollable(f"a cast of a large array to {np.dtype(dtype)} at {user_site()}")
+
 
 _NDARRAY = set(dir(np.ndarray))
 values.ARRAYS = (np.ndarray, LazyArray)
 
 
 def _op(name, reflected=False):
+    ufunc = getattr(np, name)
+
     def f(self, other):
-        return array_ufunc(getattr(np, name), "__call__", (other, self) if reflected else (self, other), {})
+        return array_ufunc(ufunc, "__call__", (other, self) if reflected else (self, other), {})
     return f
 
 
@@ -290,23 +297,24 @@ def elementwise(fn, xs, name=""):
 
 
 def array_ufunc(ufunc, method, inputs, kw):
-    from .ufuncs import _ELEMENT
-    name = ufunc.__name__
+    from .ufuncs import element_of, ufunc_name
+    name = ufunc_name(ufunc)
     out = kw.pop("out", None)
     for k in ("casting", "subok", "order"):
         kw.pop(k, None)
     if kw.get("dtype") is not None and np.dtype(kw["dtype"]).kind == "f":
         kw.pop("dtype")
     if out is not None or kw.pop("where", True) is not True:
-        raise Unrollable(f"numpy.{name}(..., out=/where=) on a large array at {user_site()}")
-    if method == "__call__" and name == "matmul" and not kw and len(inputs) == 2:
+        raise Unrollable(f"{name}(..., out=/where=) on a large array at {user_site()}")
+    if method == "__call__" and ufunc is np.matmul and not kw and len(inputs) == 2:
         return _matmul(*inputs)
-    if method == "reduce" and name == "add" and not kw.keys() - {"axis", "keepdims", "dtype"}:
+    if method == "reduce" and ufunc is np.add and not kw.keys() - {"axis", "keepdims", "dtype"}:
         kw.pop("dtype", None)
         return _sum(inputs[0], kw.get("axis", 0), keepdims=kw.get("keepdims", False))
-    if method != "__call__" or name not in _ELEMENT or kw:
-        raise Unrollable(f"numpy.{name}.{method} on a large array at {user_site()}")
-    return elementwise(_ELEMENT[name], inputs, name)
+    element = element_of(ufunc)
+    if method != "__call__" or element is None or kw:
+        raise Unrollable(f"{name}.{method} on a large array at {user_site()}")
+    return elementwise(element, inputs, name)
 
 
 # -- shape and index ---------------------------------------------------------------------------
@@ -443,11 +451,11 @@ def _axes(axis, ndim):
     return tuple(sorted(set(out)))
 
 
-def _sum(x, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue, where=True):
+def _sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue, where=True):
     if out is not None or where is not True:
         raise Unrollable(f"numpy.sum(..., out=/where=) of a large array at {user_site()}")
-    b = builder() or getattr(x, "b", None)
-    x = wrap(b, x)
+    b = builder() or getattr(a, "b", None)
+    x = wrap(b, a)
     if not isinstance(x, LazyArray):
         return x
     axes = _axes(axis, x.ndim)
@@ -503,9 +511,9 @@ def _reshape_keep(x, full, axes):
     return LazyArray(x.b, shape, lambda idx: x.at(tuple(idx[k] for k in keep)))
 
 
-def _mean(x, axis=None, dtype=None, out=None, keepdims=False, where=True):
-    b = builder() or x.b
-    x = wrap(b, x)
+def _mean(a, axis=None, dtype=None, out=None, keepdims=False, where=True):
+    b = builder() or a.b
+    x = wrap(b, a)
     axes = _axes(axis, x.ndim)
     count = math.prod(x.shape[k] for k in axes)
     s = _sum(x, axis, out=out, keepdims=keepdims, where=where)
@@ -528,11 +536,12 @@ def _matmul(a, c):
     raise Unrollable(f"a matrix product of {a.ndim}- and {c.ndim}-dimensional arrays at {user_site()}")
 
 
-def _dot(a, c, out=None):
-    b = builder()
-    if not isinstance(wrap(b, a), LazyArray) or not isinstance(wrap(b, c), LazyArray):
-        return a * c
-    return _matmul(a, c)
+def _dot(a, b, out=None):
+    if out is not None:
+        raise Unrollable(f"numpy.dot(..., out=) of a large array at {user_site()}")
+    if not isinstance(wrap(builder(), a), LazyArray) or not isinstance(wrap(builder(), b), LazyArray):
+        return a * b
+    return _matmul(a, b)
 
 
 def select(c, a, b):
@@ -540,10 +549,10 @@ def select(c, a, b):
     return where(c != 0 if isinstance(c, Value) else c, a, b)
 
 
-def _where(cond, x=None, y=None):
+def _where(condition, x=None, y=None):
     if x is None:
         raise Unrollable(f"numpy.where(cond) (the indices) of a large array at {user_site()}")
-    return elementwise(select, (cond, x, y))
+    return elementwise(select, (condition, x, y))
 
 
 def _norm(x, ord=None, axis=None, keepdims=False):
@@ -553,33 +562,43 @@ def _norm(x, ord=None, axis=None, keepdims=False):
     return np.sqrt(_sum(x * x, axis, keepdims=keepdims))
 
 
-def _var(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
-    m = _mean(x, axis, keepdims=True)
-    d = x - m
-    count = math.prod(x.shape[k] for k in _axes(axis, x.ndim))
+def _var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=np._NoValue, mean=np._NoValue,
+         correction=np._NoValue):
+    if out is not None or where is not np._NoValue or mean is not np._NoValue:
+        raise Unrollable(f"numpy.var/std(..., out=/where=/mean=) of a large array at {user_site()}")
+    if correction is not np._NoValue:
+        if ddof != 0:
+            raise ValueError("ddof and correction can't be provided simultaneously.")
+        ddof = correction
+    m = _mean(a, axis, keepdims=True)
+    d = a - m
+    count = math.prod(a.shape[k] for k in _axes(axis, a.ndim))
     return _sum(d * d, axis, keepdims=keepdims) / (count - ddof)
 
 
-def _std(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
-    return np.sqrt(_var(x, axis, ddof=ddof, keepdims=keepdims))
+def _std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
+    return np.sqrt(_var(a, axis, dtype, out, ddof, keepdims, **kw))
 
 
-def _shape_fn(fn):
-    return lambda x, *a, **k: fn(x, *a, **k)
+def _expand_dims(a, axis):
+    axes = _axes(axis, a.ndim + (len(axis) if isinstance(axis, (tuple, list)) else 1))
+    return _index(a, tuple(None if k in axes else slice(None) for k in range(a.ndim + len(axes))))
 
 
-FUNCTIONS = {
-    np.sum: _sum, np.mean: _mean, np.dot: _dot, np.matmul: _matmul, np.where: _where, np.var: _var,
-    np.std: _std, np.linalg.norm: _norm,
-    np.reshape: lambda x, shape=None, order="C", **k: _reshape(x, shape if shape is not None else k["newshape"],
-                                                               order),
-    np.ravel: lambda x, order="C": _reshape(x, (-1,), order),
-    np.transpose: lambda x, axes=None: _transpose(x, axes),
-    np.swapaxes: lambda x, a, c: x.swapaxes(a, c),
-    np.shape: lambda x: x.shape, np.ndim: lambda x: x.ndim, np.size: lambda x, axis=None: x.size
-    if axis is None else x.shape[axis],
-    np.square: lambda x, **k: x * x,
-    np.expand_dims: lambda x, axis: _index(x, tuple(None if k == axis % (x.ndim + 1) else slice(None)
-                                                    for k in range(x.ndim + 1))),
-    np.asarray: lambda x, dtype=None, **k: x, np.asanyarray: lambda x, dtype=None, **k: x,
-}
+def _reshape_fn(a, shape=None, order="C", *, newshape=None, copy=None):
+    if copy is False:
+        raise Unrollable(f"numpy.reshape(..., copy=False) of a large array at {user_site()}")
+    return _reshape(a, shape if shape is not None else newshape, order)
+
+
+# numpy function -> its form on large arrays, called as numpy's (registry.like: its parameter names)
+FUNCTIONS = {f: registry.like(f, impl) for f, impl in (
+    (np.sum, _sum), (np.mean, _mean), (np.dot, _dot), (np.where, _where), (np.var, _var), (np.std, _std),
+    (np.linalg.norm, _norm), (np.reshape, _reshape_fn),
+    (np.ravel, lambda a, order="C": _reshape(a, (-1,), order)),
+    (np.transpose, lambda a, axes=None: _transpose(a, axes)),
+    (np.swapaxes, lambda a, axis1, axis2: a.swapaxes(axis1, axis2)),
+    (np.shape, lambda a: a.shape), (np.ndim, lambda a: a.ndim),
+    (np.size, lambda a, axis=None: a.size if axis is None else a.shape[axis]),
+    (np.expand_dims, _expand_dims),
+)}

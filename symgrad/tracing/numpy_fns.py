@@ -2,194 +2,211 @@
 
 - Arrays made by numpy's constructors in traced code hold objects, so that traced values
   can be stored into them (``b = np.zeros(4); b[1:3] = x``), as plain numpy code does.
-- Functions given lists or plain object arrays of traced values see them as TracedArrays,
-  whose ufuncs reach symgrad (``np.max([x, y])``).
+- Functions given traced scalars, lists or plain object arrays of traced values see them as
+  TracedArrays, whose ufuncs reach symgrad (``np.max([x, y])``, ``np.var(x)``).
 - Functions whose numpy implementation branches on values (``where``, ``select``,
-  ``piecewise``, ``interp``, ``sinc``) or calls LAPACK (``linalg``) get traced forms: closed
-  forms for small fixed sizes, a TraceError saying so beyond them.
-Each stand-in calls numpy's own function when nothing traced reaches it."""
+  ``piecewise``, ``interp``, ``sinc``, ``nan_to_num``) or allocates float arrays
+  (``gradient``) get traced forms; numpy.linalg's are in linalg.py.
+Each stand-in is called as numpy's function is (registry.py) and calls numpy's own function
+when nothing traced reaches it."""
 from __future__ import annotations
 
-import functools
 import math
 
 import numpy as np
 
+try:
+    from numpy.lib.array_utils import normalize_axis_tuple
+except ImportError:  # numpy < 2
+    from numpy.core.numeric import normalize_axis_tuple
+
 from ..errors import TraceError
-from .ufuncs import _frompyfunc, as_array, elementwise, holds_traced, traced
-from .values import Condition, TracedArray, apply, user_site, where
-
-TABLE = {}
-MAX_DIRECT = 4  # det, inv, solve, slogdet: closed forms up to this size
-
-
-def _register(*originals):
-    def deco(f):
-        for o in originals:
-            if o is not None:
-                TABLE[o] = functools.wraps(o)(f) if callable(o) else f
-        return f
-    return deco
+from .registry import register
+from .ufuncs import _frompyfunc, as_array, elementwise, holds_traced, numeric, obj, result, traced
+from .lazy import LazyArray
+from .values import Condition, TracedArray, Value, apply, builder, user_site, where
 
 
-def _numeric(x):
-    """An object array of plain numbers (made in traced code) as numbers again, for numpy's
-    own functions (np.linalg.svd of constants)."""
-    if isinstance(x, np.ndarray) and x.dtype == object and x.size:
-        try:
-            return np.array(x.tolist(), dtype=float)
-        except (TypeError, ValueError):
-            return x
-    return x
-
-
-def _result(r):
-    return r.view(TracedArray) if isinstance(r, np.ndarray) and r.dtype == object else r
-
-
-# -- constructors: object arrays that traced values can be stored into ----------------------------
 def _numeric_kind(dtype):
     return dtype is not None and np.dtype(dtype).kind in "biuc"
 
 
+def _scalar(x):
+    return isinstance(x, (Value, Condition))
+
+
+# -- constructors: object arrays that traced values can be stored into ----------------------------
 def _constructor(original, fill):
-    def f(*a, **kw):
-        if _numeric_kind(kw.get("dtype")):
-            return original(*a, **kw)
-        kw.pop("dtype", None)
-        r = original(*a, dtype=object, **kw)
+    def f(b):
+        if _numeric_kind(b.arguments.get("dtype")):
+            return original(*b.args, **b.kwargs)
+        b.arguments["dtype"] = object
+        r = original(*b.args, **b.kwargs)
         if fill is not None:
-            r[...] = fill(a, kw)
+            r[...] = fill
         return r.view(TracedArray)
     return f
 
 
-for _orig, _fill in ((np.zeros, lambda a, kw: 0.0), (np.ones, lambda a, kw: 1.0), (np.empty, None),
-                     (np.zeros_like, lambda a, kw: 0.0), (np.ones_like, lambda a, kw: 1.0), (np.empty_like, None)):
-    TABLE[_orig] = functools.wraps(_orig)(_constructor(_orig, _fill))
+for _name, _fill in (("zeros", 0.0), ("ones", 1.0), ("empty", None), ("zeros_like", 0.0), ("ones_like", 1.0),
+                     ("empty_like", None)):
+    register(np, _name, bound=True)(_constructor(getattr(np, _name), _fill))
 
 
 def _filled(original):
     """np.full / np.full_like: an object array when the fill value is traced or no numeric
     dtype is asked for."""
-    def f(shape_or_proto, fill_value, dtype=None, *a, **kw):
-        if _numeric_kind(dtype) and not holds_traced([fill_value]):
-            return original(shape_or_proto, fill_value, dtype, *a, **kw)
-        r = original(shape_or_proto, None, object, *a, **kw)
-        r[...] = fill_value.view(np.ndarray) if isinstance(fill_value, TracedArray) else fill_value
+    def f(b):
+        fill = b.arguments["fill_value"]
+        if _numeric_kind(b.arguments.get("dtype")) and not holds_traced([fill]):
+            return original(*b.args, **b.kwargs)
+        b.arguments.update(fill_value=None, dtype=object)
+        r = original(*b.args, **b.kwargs)
+        r[...] = fill.view(np.ndarray) if isinstance(fill, TracedArray) else fill
         return r.view(TracedArray)
-    return functools.wraps(original)(f)
+    return f
 
 
-TABLE[np.full], TABLE[np.full_like] = _filled(np.full), _filled(np.full_like)
+register(np, "full", bound=True)(_filled(np.full))
+register(np, "full_like", bound=True)(_filled(np.full_like))
 
 
-@_register(np.array, np.asarray, np.asanyarray, np.ascontiguousarray)
-def _array(x, dtype=None, *a, **kw):
-    if _numeric_kind(dtype) or (isinstance(x, np.ndarray) and x.dtype != object and not kw.get("copy", True)):
-        return np.array(x, dtype, *a, **kw)
-    if not holds_traced([x]):
-        r = np.array(x, dtype, *a, **kw)
-        if r.dtype.kind not in "fc":  # integers and booleans: indices and masks, as written
-            return r
-    if isinstance(x, np.ndarray) and x.dtype != object and x.size > 100_000:
-        return np.asarray(x)  # large numeric data stays numeric (constants)
-    return as_array(x).copy() if isinstance(x, np.ndarray) else as_array(x)
+def _array(original):
+    """np.array and its kin: traced values (and floats, so traced values can be stored into
+    them) in a TracedArray of objects; integers and booleans (indices, masks) as numpy makes them."""
+    def f(b):
+        x = next(iter(b.arguments.values()))
+        dtype = b.arguments.get("dtype")
+        if isinstance(x, LazyArray):  # an array kept as a loop is one already (numpy's C code cannot see it)
+            return x if dtype is None else x.astype(dtype)
+        if _numeric_kind(dtype) or (isinstance(x, np.ndarray) and x.dtype != object
+                                    and b.arguments.get("copy", True) is False):
+            return original(*b.args, **b.kwargs)
+        if not holds_traced([x]):
+            r = original(*b.args, **b.kwargs)
+            if r.dtype.kind not in "fc":  # integers and booleans: indices and masks, as written
+                return r
+        if isinstance(x, np.ndarray) and x.dtype != object and x.size > 100_000:
+            return np.asarray(x)  # large numeric data stays numeric (constants)
+        r = as_array(x).copy() if isinstance(x, np.ndarray) else as_array(x)
+        ndmin = b.arguments.get("ndmin", 0)
+        return r.reshape((1,) * (ndmin - r.ndim) + r.shape) if r.ndim < ndmin else r
+    return f
 
 
-@_register(np.eye, np.identity)
-def _eye(*a, **kw):
-    if _numeric_kind(kw.get("dtype")):
-        return np.eye(*a, **kw) if len(a) > 1 or "M" in kw else np.identity(*a, **kw)
-    kw.pop("dtype", None)
-    return np.eye(*a, **kw).astype(object).view(TracedArray)
+for _name in ("array", "asarray", "asanyarray", "ascontiguousarray"):
+    register(np, _name, bound=True)(_array(getattr(np, _name)))
 
 
-# -- functions of arrays: lists and plain object arrays of traced values as TracedArrays -----------
-def _arrays_in(original):
-    def f(*a, **kw):
-        if not any(holds_traced(x) for x in list(a) + list(kw.values())):
-            return original(*a, **kw)
-        conv = lambda x: as_array(x) if isinstance(x, (list, tuple, np.ndarray)) and holds_traced(x) else x  # noqa
-        if original in (np.stack, np.concatenate, np.hstack, np.vstack, np.column_stack, np.block):
-            a = ([conv(x) for x in a[0]],) + a[1:]  # a sequence of arrays
-        return _result(original(*[conv(x) for x in a], **{k: conv(v) for k, v in kw.items()}))
+def _eye(original):
+    def f(b):
+        if _numeric_kind(b.arguments.get("dtype")):
+            return original(*b.args, **b.kwargs)
+        b.arguments["dtype"] = float
+        return original(*b.args, **b.kwargs).astype(object).view(TracedArray)
+    return f
+
+
+register(np, "eye", bound=True)(_eye(np.eye))
+register(np, "identity", bound=True)(_eye(np.identity))
+
+
+# -- functions of arrays: traced scalars, lists and plain object arrays as TracedArrays -----------
+_SEQUENCES = ("stack", "concatenate", "hstack", "vstack", "column_stack", "block", "atleast_1d", "atleast_2d")
+
+
+def _as_traced(x, nested=False):
+    """A traced value, or a list/tuple/array holding some, as a TracedArray (each entry of a
+    sequence of arrays, with ``nested``); anything else as it is."""
+    if nested and isinstance(x, (list, tuple)):
+        return type(x)(_as_traced(v, True) for v in x)
+    if isinstance(x, (list, tuple, np.ndarray, Value, Condition)) and holds_traced(x):
+        return as_array(x)
+    return x
+
+
+def _arrays_in(original, sequence):
+    def f(b):
+        values = list(b.arguments.values())
+        if not holds_traced(values):
+            return original(*b.args, **b.kwargs)
+        scalars = not any(isinstance(v, (list, tuple, np.ndarray)) for v in values)
+        for k, (name, v) in enumerate(list(b.arguments.items())):
+            b.arguments[name] = _as_traced(v, nested=sequence and k == 0)
+        r = result(original(*b.args, **b.kwargs))
+        return r[()] if scalars and isinstance(r, np.ndarray) and r.ndim == 0 else r  # numpy's scalar
     return f
 
 
 for _name in ("sum", "prod", "mean", "average", "var", "std", "max", "min", "amax", "amin", "ptp", "cumsum",
               "cumprod", "diff", "dot", "vdot", "inner", "outer", "matmul", "einsum", "tensordot", "kron",
               "cross", "trace", "diag", "diagonal", "tril", "triu", "stack", "concatenate", "hstack", "vstack",
-              "column_stack", "reshape", "ravel", "transpose", "swapaxes", "moveaxis", "flip", "fliplr",
+              "column_stack", "block", "reshape", "ravel", "transpose", "swapaxes", "moveaxis", "flip", "fliplr",
               "flipud", "roll", "pad", "polyval", "atleast_1d", "atleast_2d", "squeeze", "expand_dims",
-              "broadcast_to", "repeat", "tile", "take", "nansum"):
-    _o = getattr(np, _name, None)
-    if _o is not None:
-        TABLE[_o] = functools.wraps(_o)(_arrays_in(_o))
+              "broadcast_to", "repeat", "tile", "take", "real", "imag", "real_if_close", "trapezoid"):
+    if hasattr(np, _name):
+        register(np, _name, bound=True)(_arrays_in(getattr(np, _name), _name in _SEQUENCES))
 
 
 # -- functions whose numpy code branches on values ----------------------------------------------
-@_register(np.where)
-def _npwhere(cond, *ab):
-    if len(ab) == 2 and traced([cond, *ab]) or holds_traced([cond, *ab]):
-        if len(ab) != 2:
+@register(np, "where")
+def _npwhere(condition, *xy):
+    if len(xy) == 2 and traced([condition, *xy]) or holds_traced([condition, *xy]):
+        if len(xy) != 2:
             raise TraceError(f"np.where(cond) with one argument on a traced condition at {user_site()}: its "
                              "result (the indices where cond holds) would depend on the data; use "
                              "np.where(cond, x, y)")
-        return _result(where(_obj(cond), _obj(ab[0]), _obj(ab[1])))
-    return np.where(cond, *ab)
+        return result(where(obj(condition), obj(xy[0]), obj(xy[1])))
+    return np.where(condition, *xy)
 
 
-def _obj(x):
-    return as_array(x) if isinstance(x, (list, tuple)) else x
+@register(np, "clip", bound=True)
+def _npclip(b):
+    args = b.arguments
+    given = lambda *names: next((args[k] for k in names if args.get(k, np._NoValue) is not np._NoValue), None)  # noqa
+    a, lo, hi = args["a"], given("a_min", "min"), given("a_max", "max")
+    if not holds_traced([a, lo, hi]) or args.get("out") is not None or args.get("kwargs"):
+        return np.clip(*b.args, **b.kwargs)
+    r = a if lo is None else elementwise(_frompyfunc(np.maximum), (obj(a), lo))
+    return result(r if hi is None else elementwise(_frompyfunc(np.minimum), (r, hi)))
 
 
-@_register(np.clip)
-def _npclip(a, *args, **kw):
-    bounds = list(args[:2]) + [None] * (2 - len(args[:2]))
-    for k, names in ((0, ("a_min", "min")), (1, ("a_max", "max"))):
-        for name in names:
-            if name in kw and kw[name] is not np._NoValue:
-                bounds[k] = kw[name]
-    rest = {k: v for k, v in kw.items() if k not in ("a_min", "min", "a_max", "max")}
-    lo, hi = bounds
-    if not traced([a, lo, hi]) and not holds_traced([a, lo, hi]) or args[2:] or rest:
-        return np.clip(a, *args, **kw)
-    r = a if lo is None else elementwise(_frompyfunc("maximum", 2), (_obj(a), lo))
-    return _result(r if hi is None else elementwise(_frompyfunc("minimum", 2), (r, hi)))
-
-
-@_register(np.select)
+@register(np, "select")
 def _select(condlist, choicelist, default=0):
     if not holds_traced([condlist, choicelist, default]):
         return np.select(condlist, choicelist, default)
     r = default
     for c, v in reversed(list(zip(condlist, choicelist))):  # the first condition that holds wins
-        r = where(_obj(c), _obj(v), r)
-    return _result(r)
+        r = where(obj(c), obj(v), r)
+    return result(r)
 
 
-@_register(np.piecewise)
+@register(np, "piecewise")
 def _piecewise(x, condlist, funclist, *args, **kw):
     if not holds_traced([x, condlist]):
-        return np.piecewise(_numeric(x), condlist, funclist, *args, **kw)
+        return np.piecewise(numeric(x), condlist, funclist, *args, **kw)
     from .rewrite import intercept
-    x = _obj(x)
+    x = obj(x)
     conds = [condlist] if isinstance(condlist, (Condition, bool)) or (
         isinstance(condlist, np.ndarray) and condlist.shape == np.shape(x)) else list(condlist)
     funcs = list(funclist)
     value = lambda f: intercept(f)(x, *args, **kw) if callable(f) else f  # noqa: E731
     r = value(funcs[len(conds)]) if len(funcs) > len(conds) else 0.0  # the "otherwise" function
     for c, f in reversed(list(zip(conds, funcs))):
-        r = where(_obj(c), value(f), r)
-    return _result(r)
+        r = where(obj(c), value(f), r)
+    return result(r)
 
 
-@_register(np.sinc)
+def _each(fn, x):
+    """``fn`` (a function of one element) over a traced scalar or array (a loop: lazy.py)."""
+    return result(elementwise(fn, (obj(x),)))
+
+
+@register(np, "sinc")
 def _sinc(x):
     if not holds_traced([x]):
-        return np.sinc(_numeric(x))
-    return _result(elementwise(np.frompyfunc(_sinc1, 1, 1), (_obj(x),)))
+        return np.sinc(numeric(x))
+    return _each(_sinc1, x)
 
 
 def _sinc1(x):
@@ -205,10 +222,50 @@ def _sinc1(x):
     return where(abs(y) < 1.0, series, apply("sin", y) / y)
 
 
-@_register(np.linspace)
-def _linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
+@register(np, "nan_to_num")
+def _nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    """NaN -> ``nan``, +-inf -> ``posinf``/``neginf`` (default: the largest finite number of the
+    kernel's dtype, as numpy's of the array's); derivative 1 where x is finite, 0 elsewhere."""
+    if not holds_traced([x, nan, posinf, neginf]):
+        return np.nan_to_num(numeric(x), copy=copy, nan=nan, posinf=posinf, neginf=neginf)
+    big = float(np.finfo(builder().dtype).max)
+    hi = big if posinf is None else posinf
+    lo = -big if neginf is None else neginf
+
+    def one(v):
+        if not traced((v,)):
+            return float(np.nan_to_num(v, nan=nan, posinf=hi, neginf=lo))
+        return where(apply("isnan", v), nan, where(apply("isinf", v), where(v > 0, hi, lo), v))
+    return _each(one, x)
+
+
+@register(np, "nansum")
+def _nansum(a, axis=None, dtype=None, out=None, keepdims=np._NoValue, initial=np._NoValue, where=np._NoValue):
+    """np.sum with NaN entries counted as 0 (numpy's code masks them in place)."""
+    kw = {k: v for k, v in (("keepdims", keepdims), ("initial", initial), ("where", where)) if v is not np._NoValue}
+    if not holds_traced([a]):
+        return np.nansum(numeric(a), axis, dtype, out, **kw)
+    zeroed = _each(lambda v: apply("select", apply("isnan", v), 0.0, v) if traced((v,)) else (0.0 if v != v else v),
+                   a)
+    r = result(np.sum(zeroed if isinstance(zeroed, (np.ndarray, LazyArray)) else as_array(zeroed), axis, dtype,
+                      out, **kw))
+    return r[()] if isinstance(r, np.ndarray) and r.ndim == 0 else r
+
+
+@register(np, "angle")
+def _angle(z, deg=False):
+    """The angle of a real number: 0 for x >= +0, pi for x <= -0 (and NaN for NaN)."""
+    if not holds_traced([z]):
+        return np.angle(numeric(z), deg)
+    scale = 180.0 / math.pi if deg else 1.0
+    return _each(lambda v: apply("atan2", 0.0, v) * scale if traced((v,)) else float(np.angle(v, deg)), z)
+
+
+@register(np, "linspace")
+def _linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *, device=None):
     if not holds_traced([start, stop]):
-        return np.linspace(_numeric(start), _numeric(stop), num, endpoint, retstep, dtype, axis)
+        kw = {} if device is None else {"device": device}
+        return np.linspace(numeric(start), numeric(stop), num, endpoint, retstep, dtype, axis, **kw)
     if np.ndim(start) or np.ndim(stop) or axis != 0:
         raise TraceError(f"np.linspace of traced array endpoints at {user_site()}: symgrad takes scalar "
                          "endpoints; build the points as start + (stop - start) * np.linspace(0, 1, num)")
@@ -221,15 +278,15 @@ def _linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axi
     return (arr, step) if retstep else arr
 
 
-@_register(np.interp)
+@register(np, "interp")
 def _interp(x, xp, fp, left=None, right=None, period=None):
     if not holds_traced([x, xp, fp, left, right]):
-        return np.interp(_numeric(x), _numeric(xp), _numeric(fp), left, right, period)
+        return np.interp(numeric(x), numeric(xp), numeric(fp), left, right, period)
     if holds_traced([xp]) or period is not None:
         raise TraceError(f"np.interp with traced breakpoints xp (or period=) at {user_site()}: symgrad "
                          "interpolates traced x or fp over constant xp")
     xp = np.asarray(xp, dtype=float)
-    fp = _obj(fp) if holds_traced([fp]) else np.asarray(fp, dtype=float)
+    fp = obj(fp) if holds_traced([fp]) else np.asarray(fp, dtype=float)
     lo = fp[0] if left is None else left
     hi = fp[-1] if right is None else right
 
@@ -251,17 +308,99 @@ def _interp(x, xp, fp, left=None, right=None, period=None):
         return where(apply("isnan", t), t, where(t < xp[0], lo, r))  # nan stays nan, as in numpy
     if np.ndim(x) == 0 and not isinstance(x, np.ndarray):
         return one(x)
-    return _result(elementwise(np.frompyfunc(one, 1, 1), (_obj(x),)))
+    return _each(one, x)
+
+
+# -- functions that allocate float arrays ---------------------------------------------------------
+@register(np, "gradient")
+def _gradient(f, *varargs, axis=None, edge_order=1):
+    """numpy.gradient (numpy's formulas: second-order central differences inside, first- or
+    second-order one-sided ones at the edges) on traced values or traced spacings. Coordinates
+    given as an array take the non-uniform formulas (numpy takes the uniform ones where the
+    coordinates' differences are all equal: the same values, rounded otherwise)."""
+    if not holds_traced([f, *varargs]):
+        return np.gradient(numeric(f), *map(numeric, varargs), axis=axis, edge_order=edge_order)
+    f = as_array(f)
+    if f.dtype == object and f.size and not holds_traced(f):
+        f = as_array(np.asarray(f.tolist(), dtype=float))  # integers: differences in float
+    axes = tuple(range(f.ndim)) if axis is None else normalize_axis_tuple(axis, f.ndim)
+    if not varargs:
+        spacings = [1.0] * len(axes)
+    elif len(varargs) == 1 and np.ndim(varargs[0]) == 0:
+        spacings = list(varargs) * len(axes)
+    elif len(varargs) == len(axes):
+        spacings = []
+        for k, d in enumerate(varargs):
+            if np.ndim(d) == 0:
+                spacings.append(d)
+                continue
+            d = obj(d) if holds_traced([d]) else np.asarray(d, dtype=float)
+            if d.ndim != 1:
+                raise ValueError("distances must be either scalars or 1d")
+            if len(d) != f.shape[axes[k]]:
+                raise ValueError("when 1d, distances must match the length of the corresponding dimension")
+            dx = d[1:] - d[:-1]
+            if not holds_traced([dx]) and (dx == dx[0]).all():
+                dx = dx[0]  # constant spacing: numpy's uniform formulas
+            spacings.append(dx)
+    else:
+        raise TypeError("invalid number of arguments")
+    if edge_order > 2:
+        raise ValueError("'edge_order' greater than 2 not supported")
+    outs = [_gradient_axis(f, a, dx, edge_order) for a, dx in zip(axes, spacings)]
+    return outs[0] if len(axes) == 1 else tuple(outs)
+
+
+def _gradient_axis(f, axis, dx, edge_order):
+    if f.shape[axis] < edge_order + 1:
+        raise ValueError("Shape of array too small to calculate a numerical gradient, "
+                         "at least (edge_order + 1) elements are required.")
+    n = f.ndim
+    at = lambda k: f[(slice(None),) * axis + (k,)]  # noqa: E731  (an index or a slice along axis)
+    out = np.empty(f.shape, dtype=object).view(TracedArray)
+    put = lambda k, v: out.__setitem__((slice(None),) * axis + (k,), v)  # noqa: E731
+    uniform = np.ndim(dx) == 0
+    if uniform:
+        put(slice(1, -1), (at(slice(2, None)) - at(slice(None, -2))) / (2.0 * dx))
+    else:
+        dx1, dx2 = dx[:-1], dx[1:]
+        shape = [1] * n
+        shape[axis] = -1
+        a = (-dx2 / (dx1 * (dx1 + dx2))).reshape(shape)
+        b = ((dx2 - dx1) / (dx1 * dx2)).reshape(shape)
+        c = (dx1 / (dx2 * (dx1 + dx2))).reshape(shape)
+        put(slice(1, -1), a * at(slice(None, -2)) + b * at(slice(1, -1)) + c * at(slice(2, None)))
+    if edge_order == 1:
+        put(0, (at(1) - at(0)) / (dx if uniform else dx[0]))
+        put(-1, (at(-1) - at(-2)) / (dx if uniform else dx[-1]))
+        return out
+    if uniform:
+        a, b, c = -1.5 / dx, 2.0 / dx, -0.5 / dx
+    else:
+        d1, d2 = dx[0], dx[1]
+        a, b, c = -(2.0 * d1 + d2) / (d1 * (d1 + d2)), (d1 + d2) / (d1 * d2), -d1 / (d2 * (d1 + d2))
+    put(0, a * at(0) + b * at(1) + c * at(2))
+    if uniform:
+        a, b, c = 0.5 / dx, -2.0 / dx, 1.5 / dx
+    else:
+        d1, d2 = dx[-2], dx[-1]
+        a, b, c = d2 / (d1 * (d1 + d2)), -(d2 + d1) / (d1 * d2), (2.0 * d2 + d1) / (d2 * (d1 + d2))
+    put(-1, a * at(-3) + b * at(-2) + c * at(-1))
+    return out
 
 
 # -- functions whose result is an order or an index found in the data -----------------------------
-def _data_order(name, original, instead):
-    def f(*a, **kw):
-        if not holds_traced(list(a) + list(kw.values())):
-            return original(*map(_numeric, a), **kw)
+def _data_order(name, instead):
+    original = getattr(np, name)
+
+    def f(b):
+        if not holds_traced(list(b.arguments.values())):
+            for k, v in b.arguments.items():
+                b.arguments[k] = numeric(v)
+            return original(*b.args, **b.kwargs)
         raise TraceError(f"np.{name} of traced values at {user_site()}: its result is an order or a position "
                          f"found in the data, which a traced function cannot fix in advance; {instead}")
-    return functools.wraps(original)(f)
+    return f
 
 
 _BY_VALUE = "use np.max/np.min (they trace), or symgrad.where on comparisons"
@@ -272,197 +411,5 @@ for _name, _instead in (("sort", _BY_VALUE), ("argsort", _BY_VALUE), ("argmax", 
                         ("flatnonzero", "use np.where(cond, x, 0.0)"), ("argwhere", "use np.where(cond, x, 0.0)"),
                         ("searchsorted", "use np.interp or symgrad.where on comparisons"),
                         ("histogram", "use sums of symgrad.where(cond, 1.0, 0.0)")):
-    _o = getattr(np, _name, None)
-    if _o is not None:
-        TABLE[_o] = _data_order(_name, _o, _instead)
-
-
-# -- linear algebra of small matrices of traced values ---------------------------------------------
-def _refused(name, original):
-    def f(*a, **kw):
-        if not holds_traced(list(a) + list(kw.values())):
-            return original(*map(_numeric, a), **kw)
-        raise TraceError(f"np.linalg.{name} of traced values at {user_site()}: symgrad traces np.linalg.det, "
-                         "inv, solve, slogdet (up to 4x4), eigvalsh (2x2), norm and cholesky (any size); "
-                         f"{name} needs an iterative or pivoting algorithm whose steps depend on the data")
-    return functools.wraps(original)(f)
-
-
-for _name in ("svd", "eig", "eigh", "eigvals", "qr", "lstsq", "pinv", "matrix_rank", "cond", "tensorsolve",
-              "tensorinv", "svdvals"):
-    _o = getattr(np.linalg, _name, None)
-    if _o is not None:
-        TABLE[_o] = _refused(_name, _o)
-
-
-def _matrices(a, fn_name, max_n=None):
-    a = _obj(a)
-    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
-        raise np.linalg.LinAlgError(f"{fn_name}: last 2 dimensions of the array must be square")
-    n = a.shape[-1]
-    if max_n is not None and n > max_n:
-        raise TraceError(f"np.linalg.{fn_name} of a traced {n}x{n} matrix at {user_site()}: symgrad writes "
-                         f"{fn_name} in closed form up to {max_n}x{max_n}; for larger systems write the "
-                         "algorithm with the matrix's structure (np.linalg.cholesky works at any size)")
-    return a, n
-
-
-def _det(m):
-    """Laplace expansion along the first row (exact; for the small sizes it is used at)."""
-    n = len(m)
-    if n == 1:
-        return m[0][0]
-    if n == 2:
-        return m[0][0] * m[1][1] - m[0][1] * m[1][0]
-    total = 0.0
-    for j in range(n):
-        minor = [row[:j] + row[j + 1:] for row in m[1:]]
-        term = m[0][j] * _det(minor)
-        total = total + term if j % 2 == 0 else total - term
-    return total
-
-
-def _rows(mat):
-    return [list(r) for r in np.asarray(mat, dtype=object)]
-
-
-def _batched(a, per_matrix, out_tail):
-    a = np.asarray(a, dtype=object)
-    batch = a.shape[:-2]
-    out = np.empty(batch + out_tail, dtype=object)
-    for idx in np.ndindex(*batch):
-        out[idx] = per_matrix(_rows(a[idx]))
-    return out[()] if out.ndim == 0 else out.view(TracedArray)
-
-
-@_register(np.linalg.det)
-def _linalg_det(a):
-    if not holds_traced([a]):
-        return np.linalg.det(_numeric(a))
-    a, n = _matrices(a, "det", MAX_DIRECT)
-    return _batched(a, _det, ())
-
-
-def _adjugate_inverse(m):
-    n = len(m)
-    d = _det(m)
-    if n == 1:
-        return np.array([[1.0 / d]], dtype=object)
-    inv = np.empty((n, n), dtype=object)
-    for i in range(n):
-        for j in range(n):
-            minor = [row[:i] + row[i + 1:] for k, row in enumerate(m) if k != j]
-            c = _det(minor)
-            inv[i, j] = (c if (i + j) % 2 == 0 else -c) / d
-    return inv
-
-
-@_register(np.linalg.inv)
-def _linalg_inv(a):
-    if not holds_traced([a]):
-        return np.linalg.inv(_numeric(a))
-    a, n = _matrices(a, "inv", MAX_DIRECT)
-    return _batched(a, lambda m: _adjugate_inverse(m), (n, n))
-
-
-@_register(np.linalg.solve)
-def _linalg_solve(a, b):
-    if not holds_traced([a, b]):
-        return np.linalg.solve(_numeric(a), _numeric(b))
-    a, n = _matrices(a, "solve", MAX_DIRECT)
-    b = _obj(b)
-    if a.ndim != 2:
-        raise TraceError(f"np.linalg.solve of a batch of traced matrices at {user_site()}: solve one system "
-                         "a call (symgrad batches the whole function instead)")
-    return _result(np.dot(_adjugate_inverse(_rows(a)).view(TracedArray), b))
-
-
-@_register(np.linalg.slogdet)
-def _linalg_slogdet(a):
-    if not holds_traced([a]):
-        return np.linalg.slogdet(_numeric(a))
-    d = _linalg_det(a)
-    sign = elementwise(_frompyfunc("sign", 1), (d,))
-    logabs = elementwise(_frompyfunc("log", 1), (elementwise(_frompyfunc("absolute", 1), (d,)),))
-    return np.linalg._linalg.SlogdetResult(_result(sign), _result(logabs)) \
-        if hasattr(np.linalg, "_linalg") and hasattr(np.linalg._linalg, "SlogdetResult") else (sign, logabs)
-
-
-@_register(np.linalg.norm)
-def _linalg_norm(x, ord=None, axis=None, keepdims=False):
-    if not holds_traced([x]):
-        return np.linalg.norm(_numeric(x), ord, axis, keepdims)
-    x = _obj(x)
-    absolute = lambda v: elementwise(_frompyfunc("absolute", 1), (v,))  # noqa: E731
-    matrix = (axis is None and x.ndim == 2 and ord is not None) or (isinstance(axis, tuple) and len(axis) == 2)
-    if matrix:
-        axes = axis if axis is not None else (0, 1)
-        if ord in ("fro", None):
-            r = np.sqrt(np.sum(x * x, axis=axes, keepdims=keepdims))
-        elif ord in (1, -1, np.inf, -np.inf):
-            sum_axis, other = (axes[0], axes[1]) if ord in (1, -1) else (axes[1], axes[0])
-            s = np.sum(absolute(x), axis=sum_axis, keepdims=True)
-            r = (np.max if ord in (1, np.inf) else np.min)(s, axis=other if other < sum_axis else other,
-                                                          keepdims=True)
-            if not keepdims:
-                r = r.reshape([n for k, n in enumerate(r.shape) if k not in (axes[0] % x.ndim, axes[1] % x.ndim)])
-        else:
-            raise TraceError(f"np.linalg.norm(..., ord={ord!r}) of a traced matrix at {user_site()}: symgrad "
-                             "takes 'fro', 1, -1, inf, -inf (the spectral and nuclear norms need an SVD)")
-        return _result(r)
-    if axis is None and x.ndim != 1:
-        x, axis = x.reshape(-1), 0
-    if ord is None or ord == 2:
-        r = np.sqrt(np.sum(x * x, axis=axis, keepdims=keepdims))
-    elif ord == np.inf:
-        r = np.max(absolute(x), axis=axis, keepdims=keepdims)
-    elif ord == -np.inf:
-        r = np.min(absolute(x), axis=axis, keepdims=keepdims)
-    elif ord == 1:
-        r = np.sum(absolute(x), axis=axis, keepdims=keepdims)
-    elif ord == 0:
-        r = np.sum(elementwise(np.frompyfunc(lambda v: where(v != 0, 1.0, 0.0), 1, 1), (x,)), axis=axis,
-                   keepdims=keepdims)
-    else:
-        r = np.sum(absolute(x) ** ord, axis=axis, keepdims=keepdims) ** (1.0 / ord)
-    return _result(r)
-
-
-@_register(np.linalg.cholesky)
-def _linalg_cholesky(a, *args, **kw):
-    if not holds_traced([a]):
-        return np.linalg.cholesky(_numeric(a), *args, **kw)
-    a, n = _matrices(a, "cholesky")
-
-    def chol(m):
-        L = [[0.0] * n for _ in range(n)]
-        for j in range(n):
-            s = m[j][j] - sum(L[j][k] * L[j][k] for k in range(j))
-            L[j][j] = apply("sqrt", s) if traced((s,)) else math.sqrt(s)
-            for i in range(j + 1, n):
-                L[i][j] = (m[i][j] - sum(L[i][k] * L[j][k] for k in range(j))) / L[j][j]
-        return np.array(L, dtype=object)
-    return _batched(a, chol, (n, n))
-
-
-@_register(np.linalg.eigvalsh)
-def _linalg_eigvalsh(a, UPLO="L"):
-    if not holds_traced([a]):
-        return np.linalg.eigvalsh(_numeric(a), UPLO)
-    # 2x2 only: the closed form of the 3x3 cubic (trigonometric or Cardano) loses most digits
-    # of the smaller eigenvalues when they are far apart (1e-3 next to 1e6)
-    a, n = _matrices(a, "eigvalsh", 2)
-
-    def eig(m):
-        if n == 1:
-            return np.array([m[0][0]], dtype=object)
-        p, q = m[0][0], m[1][1]
-        b = m[1][0] if UPLO == "L" else m[0][1]  # the triangle numpy reads
-        half, d = (p + q) / 2, (p - q) / 2
-        r = apply("hypot", d, b) if traced((d, b)) else math.hypot(d, b)
-        # the eigenvalue of larger magnitude from the sum, the other from the determinant
-        # (half - r would cancel when |half| ~ r)
-        big = where(half >= 0, half + r, half - r)
-        small = where(big == 0, 0.0, (p * q - b * b) / big)
-        return np.array([where(half >= 0, small, big), where(half >= 0, big, small)], dtype=object)
-    return _batched(a, eig, (n,))
+    if hasattr(np, _name):
+        register(np, _name, bound=True)(_data_order(_name, _instead))

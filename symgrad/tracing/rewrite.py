@@ -93,6 +93,8 @@ def _callee(f):
         return _with_callbacks(f)
     if isinstance(f, type):
         return _constructor(f)
+    if t is types.BuiltinFunctionType and _foreign(getattr(f, "__self__", None)):
+        return _compiled(f)
     if t.__module__ != "builtins":
         call = inspect.getattr_static(t, "__call__", None)  # as Python finds it: static, class or plain
         if isinstance(call, staticmethod):
@@ -104,6 +106,38 @@ def _callee(f):
             if new is not call:
                 return types.MethodType(new, f)
     return f
+
+
+def _foreign(module):
+    """Whether a C function of ``module`` is one that cannot take traced values (cmath's, or a
+    third-party extension's): the standard library's (sys._getframe, warnings.warn: they look
+    at the caller's frame, so they are never wrapped) and numpy's are not."""
+    if not isinstance(module, types.ModuleType):
+        return False
+    name = module.__name__
+    if name == "cmath":
+        return True
+    path = getattr(module, "__file__", None) or ""
+    return bool(path) and not path.startswith(_STDLIB) and name.split(".")[0] not in ("numpy", "symgrad", "_cffi_backend")
+
+
+def _compiled(f):
+    """A module's C function (cmath.sin, a replacement of math.sin, an extension's), called as it
+    is: it cannot be traced into, so where it asks a traced value for its float() the error names it."""
+    def call(*a, **k):
+        try:
+            return f(*a, **k)
+        except TraceError as e:
+            inner = e.__traceback__.tb_next
+            if inner is None or inner.tb_frame.f_code not in values.LEAVING:
+                raise
+            name, what = f"{f.__self__.__name__}.{f.__name__}", str(e).split(" of a traced ")[0]
+            raise TraceError(f"{name}() takes {what} of a traced value at {values.user_site()}: it is compiled "
+                             "code, which symgrad cannot trace into, and it would make the value a constant (its "
+                             f"derivative lost). Call a function symgrad traces instead "
+                             f"(math, numpy, scipy.special, or Python code); if {name} replaced one of those, "
+                             "restore it") from None
+    return call
 
 
 def _in_branch(f, caller):

@@ -10,12 +10,14 @@ from __future__ import annotations
 import builtins
 import functools
 import math
+import sys
+import types
 
 import numpy as np
 
 from .. import ops
 from ..errors import TraceError
-from . import numpy_fns
+from . import linalg, numpy_fns, registry  # noqa: F401  (linalg and numpy_fns fill registry.TABLE)
 from .lazy import LazyArray, Unrollable
 from .values import Condition, Value, apply, select_max, select_min, user_site
 
@@ -82,10 +84,16 @@ def _hypot(*xs):
     return apply("hypot", *xs)
 
 
+def _own(module, name):
+    """``module``'s own function ``name`` (a C function of that name), or None: one replaced
+    before symgrad was imported is not math's, and is traced as whatever it is."""
+    f = getattr(module, name, None)
+    return f if isinstance(f, types.BuiltinFunctionType) and f.__name__ == name else None
+
+
 def _math():
     """original math function -> stand-in."""
-    table = {getattr(math, name): _op(getattr(math, name), op) for name, op in ops.MATH.items()
-             if hasattr(math, name)}
+    table = {_own(math, name): _op(_own(math, name), op) for name, op in ops.MATH.items() if _own(math, name)}
     specials = {
         "log": _log, "hypot": _hypot,
         "ldexp": lambda x, i: x * 2.0 ** i if isinstance(i, (int, np.integer)) else x * 2 ** i,
@@ -93,16 +101,17 @@ def _math():
         "dist": lambda p, q: _hypot(*[a - b for a, b in zip(p, q)]),
     }
     for name, f in specials.items():
-        if hasattr(math, name):
-            original = getattr(math, name)
+        original = _own(math, name)
+        if original is not None:
             table[original] = functools.wraps(original)(
                 lambda *a, _f=f, _o=original: _f(*a) if traced(_flat(a)) else _o(*a))
     table[math.fsum] = _fold(math.fsum, lambda a, b: a + b, 0)
     table[math.prod] = _fold(math.prod, lambda a, b: a * b, 1)
     for name in ("isclose", "modf", "frexp",
                  "factorial", "comb", "perm", "gcd", "lcm", "isqrt", "nextafter", "ulp", "sumprod"):
-        if hasattr(math, name):
-            table[getattr(math, name)] = _unsupported(name, getattr(math, name))
+        if _own(math, name):
+            table[_own(math, name)] = _unsupported(name, _own(math, name))
+    table.pop(None, None)
     return table
 
 
@@ -201,14 +210,22 @@ def _names_ndarray(classinfo):
 
 
 STANDINS = _math()
-STANDINS.update({builtins.min: _minmax(builtins.min, select_min),
-                 builtins.max: _minmax(builtins.max, select_max),
-                 builtins.pow: _pow, builtins.isinstance: _isinstance, float: _number(float), int: _number(int), bool: _truth})
-STANDINS.update(numpy_fns.TABLE)
+STANDINS.update({f: s for f, s in ((_own(builtins, "min"), _minmax(builtins.min, select_min)),
+                                   (_own(builtins, "max"), _minmax(builtins.max, select_max)),
+                                   (_own(builtins, "pow"), _pow), (_own(builtins, "isinstance"), _isinstance))
+                 if f is not None})
+STANDINS.update({float: _number(float), int: _number(int), bool: _truth})
+STANDINS.update(registry.TABLE)
 STANDINS = {id(k): (k, v) for k, v in STANDINS.items()}
+_scipy = []  # scipy.special's stand-ins, added once the user's code has imported it
 
 
 def standin(f):
     """The stand-in for ``f`` if it has one, else None."""
     hit = STANDINS.get(id(f))
+    if hit is None and not _scipy and "scipy.special" in sys.modules:
+        from . import special
+        _scipy.append(special)
+        STANDINS.update({id(k): (k, v) for k, v in special.standins().items()})
+        hit = STANDINS.get(id(f))
     return hit[1] if hit is not None and hit[0] is f else None

@@ -3,6 +3,7 @@ applied through numpy's own machinery (broadcasting, reductions, out=) on object
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 
@@ -44,7 +45,7 @@ def _nan_pick(op, propagate):
 
 
 def _ufunc_elements():
-    """ufunc name -> function of elements (traced or plain)."""
+    """numpy ufunc -> function of elements (traced or plain)."""
     table = {}
     for name, op in ops.NUMPY.items():
         u = getattr(np, name, None)
@@ -56,8 +57,13 @@ def _ufunc_elements():
                  fmin=_element_pick(_nan_pick("lt", False), np.fmin),
                  square=lambda x: x * x, reciprocal=lambda x: 1.0 / x, positive=lambda x: x,
                  clip=lambda x, lo, hi: table["minimum"](table["maximum"](x, lo), hi),
-                 heaviside=_heaviside, logaddexp=_logaddexp, logaddexp2=_logaddexp2)
-    return table
+                 heaviside=_heaviside, logaddexp=_logaddexp, logaddexp2=_logaddexp2,
+                 conjugate=lambda x: x)  # the values are real
+    umath = getattr(getattr(np, "_core", None), "umath", None) or np.core.umath  # clip: a ufunc only here
+    ufuncs = {name: getattr(np, name, None) for name in table}
+    ufuncs = {name: u if isinstance(u, np.ufunc) else getattr(umath, name, None) for name, u in ufuncs.items()}
+    return {u: table[name] for name, u in ufuncs.items()  # numpy's own ufuncs (a replaced one is not)
+            if isinstance(u, np.ufunc) and u.__name__ == name}
 
 
 def _heaviside(x, h0):
@@ -93,11 +99,31 @@ _ELEMENT = _ufunc_elements()
 _FROMPY = {}
 
 
-def _frompyfunc(name, nin):
-    f = _FROMPY.get(name)
+def element_of(ufunc):
+    """The function of elements of a ufunc symgrad traces (numpy's, or scipy.special's once
+    the user's code has imported it), or None."""
+    fn = _ELEMENT.get(ufunc)
+    if fn is None and "scipy.special" in sys.modules:
+        from .special import ufunc_elements
+        fn = ufunc_elements().get(ufunc)
+    return fn
+
+
+def ufunc_name(ufunc):
+    """``numpy.sin``, ``scipy.special.erf``: where a ufunc is found, for messages."""
+    special = sys.modules.get("scipy.special")
+    if special is not None and getattr(special, ufunc.__name__, None) is ufunc:
+        return f"scipy.special.{ufunc.__name__}"
+    return f"numpy.{ufunc.__name__}"
+
+
+def _frompyfunc(ufunc):
+    """The object-array ufunc of a traced ufunc's function of elements."""
+    f = _FROMPY.get(ufunc)
     if f is None:
-        f = _FROMPY[name] = np.frompyfunc(_ELEMENT[name], nin, 1)
-        _PYFUNC[f] = _ELEMENT[name]
+        fn = element_of(ufunc)
+        f = _FROMPY[ufunc] = np.frompyfunc(fn, ufunc.nin, 1)
+        _PYFUNC[f] = fn
     return f
 
 
@@ -141,10 +167,10 @@ def array_ufunc(ufunc, method, inputs, kw):
     plain = [x.view(np.ndarray) if isinstance(x, TracedArray) else
              as_array(x).view(np.ndarray) if isinstance(x, (Value, Condition)) and method != "__call__" else x
              for x in inputs]  # the reduction of a number is the number (a 0-d array)
-    name = ufunc.__name__
-    if name not in _ELEMENT:
+    name = ufunc_name(ufunc)
+    if element_of(ufunc) is None:
         if method == "__call__" and any(isinstance(x, (Value, Condition)) for x in plain):
-            raise TraceError(f"numpy.{name} on traced values at {user_site()} is not supported by symgrad")
+            raise TraceError(f"{name} on traced values at {user_site()} is not supported by symgrad")
         res = getattr(ufunc, method)(*plain, **kw)  # numpy's object loop (np.matmul ...)
     elif method == "__call__":
         for k in ("casting", "subok", "order"):  # numpy's own code passes these: no effect here
@@ -152,29 +178,40 @@ def array_ufunc(ufunc, method, inputs, kw):
         if kw.get("dtype") in (None, object):
             kw.pop("dtype", None)
         if kw.pop("where", True) is not True or kw:
-            raise TraceError(f"numpy.{name}(..., {', '.join(kw) or 'where'}=...) on traced values at "
+            raise TraceError(f"{name}(..., {', '.join(kw) or 'where'}=...) on traced values at "
                              f"{user_site()} is not supported")
-        res = elementwise(_frompyfunc(name, ufunc.nin), plain)
+        res = elementwise(_frompyfunc(ufunc), plain)
+        if not isinstance(res, np.ndarray) and any(isinstance(x, np.ndarray) for x in plain):
+            res = as_array(res)  # of 0-d arrays a 0-d array (numpy's code asks it for .dtype, out=...)
     elif method == "reduce":
-        res = _reduce(_frompyfunc(name, ufunc.nin), name, plain[0], **kw)
+        res = _reduce(ufunc, plain[0], **kw)
     else:
-        res = getattr(_frompyfunc(name, ufunc.nin), method)(*plain, **kw)
+        res = getattr(_frompyfunc(ufunc), method)(*plain, **kw)
     if out is not None:  # numpy's own code (np.mean) writing into an object array: fine
         out[...] = res
         return out.view(TracedArray)
     return res.view(TracedArray) if isinstance(res, np.ndarray) and res.dtype == object else res
 
 
-def _reduce(pyfunc, name, arr, axis=0, dtype=None, keepdims=False, initial=np._NoValue, where=True):
-    """ufunc.reduce over traced values, one axis at a time (np.sum(X), np.max(X, axis=(0, 1)))."""
+def _reduce(ufunc, arr, axis=0, dtype=None, keepdims=False, initial=np._NoValue, where=True):
+    """ufunc.reduce over traced values, one axis at a time (np.sum(X), np.max(X, axis=(0, 1)));
+    an empty axis gives the ufunc's identity (or ``initial``), or numpy's own error."""
     if where is not True:
-        raise TraceError(f"numpy.{name}.reduce(..., where=...) on traced values at {user_site()} "
+        raise TraceError(f"{ufunc_name(ufunc)}.reduce(..., where=...) on traced values at {user_site()} "
                          "is not supported")
+    pyfunc = _frompyfunc(ufunc)
     arr = np.asarray(arr, dtype=object)
     axes = range(arr.ndim) if axis is None else (axis if isinstance(axis, tuple) else (axis,))
     axes = sorted({a % max(arr.ndim, 1) for a in axes}, reverse=True)
-    res = arr
-    for a in axes:
+    res, todo = arr, axes
+    if any(arr.shape[a] == 0 for a in axes):  # nothing to reduce: the start value, as numpy
+        start = ufunc.identity if initial is np._NoValue else initial
+        if start is None:
+            ufunc.reduce(np.zeros(arr.shape), axis=tuple(axes))  # numpy's error ("... has no identity")
+        start = float(start) if type(start) is int else start  # numpy's 0.0 of a float array
+        res = np.full([n for k, n in enumerate(arr.shape) if k not in axes], start, dtype=object)
+        todo, initial = [], np._NoValue
+    for a in todo:
         res = pyfunc.reduce(res, axis=a)
     if initial is not np._NoValue:
         res = elementwise(pyfunc, (res, initial))
@@ -214,11 +251,32 @@ def as_array(x):
 
 
 def holds_traced(x):
-    """True for a traced value, or a list/tuple/array that holds one (at any depth)."""
-    if isinstance(x, (Value, Condition)):
+    """True for a traced value or array, or a list/tuple/array that holds one (at any depth)."""
+    if isinstance(x, (Value, Condition, lazy.LazyArray)):
         return True
     if isinstance(x, np.ndarray):
         return x.dtype == object and any(holds_traced(v) for v in x.flat)
     if isinstance(x, (list, tuple)):
         return any(holds_traced(v) for v in x)
     return False
+
+
+def obj(x):
+    """A list or tuple as a TracedArray of objects; anything else as it is."""
+    return as_array(x) if isinstance(x, (list, tuple)) else x
+
+
+def numeric(x):
+    """An object array of plain numbers (made in traced code) as numbers again, for numpy's
+    own functions (np.linalg.svd of constants)."""
+    if isinstance(x, np.ndarray) and x.dtype == object and x.size:
+        try:
+            return np.array(x.tolist(), dtype=float)
+        except (TypeError, ValueError):
+            return x
+    return x
+
+
+def result(r):
+    """What numpy returned on traced values: object arrays as TracedArrays."""
+    return r.view(TracedArray) if isinstance(r, np.ndarray) and r.dtype == object else r

@@ -123,6 +123,11 @@ def _leaves(what):
     return f
 
 
+# The code that refuses to turn a traced value into a Python number: a compiled function that
+# asks for one is named in the error (rewrite.py, compiled()).
+LEAVING = {_leaves("").__code__}
+
+
 class Value:
     """A traced real number: node ``i`` of the program recorded by builder ``b``."""
 
@@ -199,6 +204,29 @@ class Value:
     @property
     def real(self):
         return self
+
+    @property
+    def imag(self):
+        return 0.0  # a real number's
+
+    def astype(self, dtype, *a, **k):
+        if keeps_values(dtype):
+            return self
+        return np.asarray(self, dtype=object).astype(dtype, *a, **k)[()]  # int(), bool(): refused there
+
+
+def keeps_values(dtype):
+    """Whether a cast of traced values to ``dtype`` keeps them as they are (float64, longdouble,
+    object: symgrad computes in double); a narrower float raises TraceError: the rounding it
+    would make inside the function is not traced."""
+    dt = np.dtype(dtype)
+    if dt.kind == "O" or (dt.kind == "f" and dt.itemsize >= 8):
+        return True
+    if dt.kind == "f":
+        raise TraceError(f"a cast of traced values to {dt} at {user_site()}: symgrad computes in double and "
+                         f"does not trace the rounding to {dt} inside the function; keep float64 there, and "
+                         f"compile with dtype='float32' for float32 arguments and results")
+    return False
 
 
 class Poison:
@@ -284,6 +312,9 @@ class Condition:
         return f"Condition(t{self.i})"
 
 
+LEAVING.add(Condition._leave.__code__)
+
+
 def _cond(b, c):
     if isinstance(c, Condition):
         return c
@@ -319,6 +350,17 @@ class TracedArray(np.ndarray):
 
     def __setitem__(self, index, value):
         super().__setitem__(self._index(index), value)
+
+    def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
+        """A float cast keeps the values (plain integers among them become floats)."""
+        if not keeps_values(dtype):
+            return super().astype(dtype, order, casting, subok, copy)
+        if np.dtype(dtype).kind == "O":
+            return self.copy(order) if copy else self
+        flat = [v if isinstance(v, (Value, Condition)) else float(v) for v in self.flat]
+        out = np.empty(self.shape, dtype=object)
+        out.reshape(-1)[:] = flat if out.size else []
+        return out.view(TracedArray)
 
 
 # numpy calls these methods on the elements of object arrays (np.sin(array_of_values)).

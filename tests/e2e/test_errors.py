@@ -597,8 +597,8 @@ def np_float64(x):
     return np.float64(x) + x  # BAD
 
 
-def astype_float(v):
-    return v.astype(float).sum()  # BAD
+def astype_int(v):
+    return v.astype(int).sum()  # BAD
 
 
 def stdlib_array(x):
@@ -658,7 +658,7 @@ TRACE_ERRORS = [
     (to_int, [()], r"int\(\) of a traced value"),
     (to_complex, [()], r"complex\(\) of a traced value"),
     (np_float64, [()], r"float\(\) of a traced value"),
-    (astype_float, [(3,)], r"float\(\) of a traced value"),
+    (astype_int, [(3,)], r"int\(\) of a traced value"),
     (stdlib_array, [()], r"float\(\) of a traced value"),
     (via_cmath, [()], r"complex\(\) of a traced value"),
     (percent_format, [()], r"float\(\) of a traced value"),

@@ -5,7 +5,6 @@ the key, results do not depend on batch size or threads."""
 from __future__ import annotations
 
 import logging
-import math
 import pickle
 import sys
 import os
@@ -261,14 +260,6 @@ def test_a_function_with_loops_pickles_with_its_data():
     F = symgrad.compile(lambda a: np.sum(np.exp(-a * X)))
     G = pickle.loads(pickle.dumps(F.grad))
     assert G(0.5) == pytest.approx(-np.sum(X * np.exp(-0.5 * X)), rel=1e-13)
-
-
-def test_standalone_source_of_loops_is_refused_with_the_way_out():
-    X = np.linspace(0.0, 3.0, 2000)
-    F = symgrad.compile(lambda a: np.sum(np.exp(-a * X)))
-    with pytest.raises(symgrad.CompileError, match="loop_min_size=0"):
-        F.standalone("c99")
-    assert math.isfinite(F(0.5))
 
 
 def test_the_data_as_batch_arguments():

@@ -26,12 +26,25 @@ print(sorted(m for m in sys.modules if m.split(".")[0] in ("sympy", "symgrad")))
 """
 
 
+def fresh_venv(path):
+    """A new virtual environment that sees this interpreter's packages (pip, setuptools, wheel,
+    cffi, numpy: the test extra) through a .pth file, and nothing of the machine's base Python."""
+    import importlib.util
+    import sysconfig
+    with_pip = importlib.util.find_spec("pip") is None  # else this interpreter's pip, through the .pth
+    subprocess.run([sys.executable, "-m", "venv", *([] if with_pip else ["--without-pip"]), str(path)], check=True)
+    py = str(path / "bin" / "python")
+    site = subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], check=True,
+                          capture_output=True, text=True).stdout.strip()
+    with open(os.path.join(site, "test_extra.pth"), "w") as f:
+        f.write(sysconfig.get_paths()["purelib"] + "\n")
+    return py
+
+
 def test_package_builds_with_symgrad_and_runs_without_it(tmp_path):
     src = tmp_path / "fitpkg"
     shutil.copytree(os.path.join(EXAMPLE, "fitpkg"), src, ignore=shutil.ignore_patterns("build", "*.egg-info"))
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
-    py = str(venv / "bin" / "python")
+    py = fresh_venv(tmp_path / "venv")
     env = dict(os.environ, PYTHONPATH=ROOT)  # symgrad for the build step only
     r = subprocess.run([py, "-m", "pip", "install", "-q", "--no-build-isolation", "--no-deps", str(src)],
                        env=env, capture_output=True, text=True, timeout=600)

@@ -1,0 +1,211 @@
+"""Stand-ins for numpy.linalg on traced values: closed forms of det, inv, solve and slogdet
+for small fixed sizes, cholesky, norm and 2x2 eigvalsh at any size; the rest (iterative or
+pivoting algorithms whose steps depend on the data) refused with a TraceError saying so."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..errors import TraceError
+from .registry import register
+from .ufuncs import _frompyfunc, as_array, elementwise, holds_traced, numeric, obj, result, traced
+from .values import Condition, TracedArray, Value, apply, user_site, where
+
+MAX_DIRECT = 4  # det, inv, solve, slogdet: closed forms up to this size
+
+
+def _refused(name):
+    original = getattr(np.linalg, name)
+
+    def f(b):
+        if not holds_traced(list(b.arguments.values())):
+            for k, v in b.arguments.items():
+                b.arguments[k] = numeric(v)
+            return original(*b.args, **b.kwargs)
+        raise TraceError(f"np.linalg.{name} of traced values at {user_site()}: symgrad traces np.linalg.det, "
+                         "inv, solve, slogdet (up to 4x4), eigvalsh (2x2), norm and cholesky (any size); "
+                         f"{name} needs an iterative or pivoting algorithm whose steps depend on the data")
+    return f
+
+
+for _name in ("svd", "eig", "eigh", "eigvals", "qr", "lstsq", "pinv", "matrix_rank", "cond", "tensorsolve",
+              "tensorinv", "svdvals"):
+    if hasattr(np.linalg, _name):
+        register(np, f"linalg.{_name}", bound=True)(_refused(_name))
+
+
+def _matrices(a, fn_name, max_n=None):
+    a = as_array(a) if isinstance(a, (list, tuple, Value, Condition)) else a
+    if a.ndim < 2:
+        raise np.linalg.LinAlgError(f"{a.ndim}-dimensional array given. Array must be at least two-dimensional")
+    if a.shape[-1] != a.shape[-2]:
+        raise np.linalg.LinAlgError("Last 2 dimensions of the array must be square")
+    n = a.shape[-1]
+    if max_n is not None and n > max_n:
+        raise TraceError(f"np.linalg.{fn_name} of a traced {n}x{n} matrix at {user_site()}: symgrad writes "
+                         f"{fn_name} in closed form up to {max_n}x{max_n}; for larger systems write the "
+                         "algorithm with the matrix's structure (np.linalg.cholesky works at any size)")
+    return a, n
+
+
+def _det(m):
+    """Laplace expansion along the first row (exact; for the small sizes it is used at)."""
+    n = len(m)
+    if n == 1:
+        return m[0][0]
+    if n == 2:
+        return m[0][0] * m[1][1] - m[0][1] * m[1][0]
+    total = 0.0
+    for j in range(n):
+        minor = [row[:j] + row[j + 1:] for row in m[1:]]
+        term = m[0][j] * _det(minor)
+        total = total + term if j % 2 == 0 else total - term
+    return total
+
+
+def _rows(mat):
+    return [list(r) for r in np.asarray(mat, dtype=object)]
+
+
+def _batched(a, per_matrix, out_tail):
+    a = np.asarray(a, dtype=object)
+    batch = a.shape[:-2]
+    out = np.empty(batch + out_tail, dtype=object)
+    for idx in np.ndindex(*batch):
+        out[idx] = per_matrix(_rows(a[idx]))
+    return out[()] if out.ndim == 0 else out.view(TracedArray)
+
+
+@register(np, "linalg.det")
+def _linalg_det(a):
+    if not holds_traced([a]):
+        return np.linalg.det(numeric(a))
+    a, n = _matrices(a, "det", MAX_DIRECT)
+    return _batched(a, _det, ())
+
+
+def _adjugate_inverse(m):
+    n = len(m)
+    d = _det(m)
+    if n == 1:
+        return np.array([[1.0 / d]], dtype=object)
+    inv = np.empty((n, n), dtype=object)
+    for i in range(n):
+        for j in range(n):
+            minor = [row[:i] + row[i + 1:] for k, row in enumerate(m) if k != j]
+            c = _det(minor)
+            inv[i, j] = (c if (i + j) % 2 == 0 else -c) / d
+    return inv
+
+
+@register(np, "linalg.inv")
+def _linalg_inv(a):
+    if not holds_traced([a]):
+        return np.linalg.inv(numeric(a))
+    a, n = _matrices(a, "inv", MAX_DIRECT)
+    return _batched(a, lambda m: _adjugate_inverse(m), (n, n))
+
+
+@register(np, "linalg.solve")
+def _linalg_solve(a, b):
+    if not holds_traced([a, b]):
+        return np.linalg.solve(numeric(a), numeric(b))
+    a, n = _matrices(a, "solve", MAX_DIRECT)
+    b = obj(b)
+    if a.ndim != 2:
+        raise TraceError(f"np.linalg.solve of a batch of traced matrices at {user_site()}: solve one system "
+                         "a call (symgrad batches the whole function instead)")
+    return result(np.dot(_adjugate_inverse(_rows(a)).view(TracedArray), b))
+
+
+@register(np, "linalg.slogdet")
+def _linalg_slogdet(a):
+    if not holds_traced([a]):
+        return np.linalg.slogdet(numeric(a))
+    d = _linalg_det(a)
+    sign = elementwise(_frompyfunc(np.sign), (d,))
+    logabs = elementwise(_frompyfunc(np.log), (elementwise(_frompyfunc(np.absolute), (d,)),))
+    return np.linalg._linalg.SlogdetResult(result(sign), result(logabs)) \
+        if hasattr(np.linalg, "_linalg") and hasattr(np.linalg._linalg, "SlogdetResult") else (sign, logabs)
+
+
+@register(np, "linalg.norm")
+def _linalg_norm(x, ord=None, axis=None, keepdims=False):
+    if not holds_traced([x]):
+        return np.linalg.norm(numeric(x), ord, axis, keepdims)
+    x = obj(x)
+    absolute = lambda v: elementwise(_frompyfunc(np.absolute), (v,))  # noqa: E731
+    matrix = (axis is None and x.ndim == 2 and ord is not None) or (isinstance(axis, tuple) and len(axis) == 2)
+    if matrix:
+        axes = axis if axis is not None else (0, 1)
+        if ord in ("fro", None):
+            r = np.sqrt(np.sum(x * x, axis=axes, keepdims=keepdims))
+        elif ord in (1, -1, np.inf, -np.inf):
+            sum_axis, other = (axes[0], axes[1]) if ord in (1, -1) else (axes[1], axes[0])
+            s = np.sum(absolute(x), axis=sum_axis, keepdims=True)
+            r = (np.max if ord in (1, np.inf) else np.min)(s, axis=other if other < sum_axis else other,
+                                                          keepdims=True)
+            if not keepdims:
+                r = r.reshape([n for k, n in enumerate(r.shape) if k not in (axes[0] % x.ndim, axes[1] % x.ndim)])
+        else:
+            raise TraceError(f"np.linalg.norm(..., ord={ord!r}) of a traced matrix at {user_site()}: symgrad "
+                             "takes 'fro', 1, -1, inf, -inf (the spectral and nuclear norms need an SVD)")
+        return result(r)
+    if axis is None and x.ndim != 1:
+        x, axis = x.reshape(-1), 0
+    if ord is None or ord == 2:
+        r = np.sqrt(np.sum(x * x, axis=axis, keepdims=keepdims))
+    elif ord == np.inf:
+        r = np.max(absolute(x), axis=axis, keepdims=keepdims)
+    elif ord == -np.inf:
+        r = np.min(absolute(x), axis=axis, keepdims=keepdims)
+    elif ord == 1:
+        r = np.sum(absolute(x), axis=axis, keepdims=keepdims)
+    elif ord == 0:
+        r = np.sum(elementwise(np.frompyfunc(lambda v: where(v != 0, 1.0, 0.0), 1, 1), (x,)), axis=axis,
+                   keepdims=keepdims)
+    else:
+        r = np.sum(absolute(x) ** ord, axis=axis, keepdims=keepdims) ** (1.0 / ord)
+    return result(r)
+
+
+@register(np, "linalg.cholesky")
+def _linalg_cholesky(a, *, upper=False):
+    if not holds_traced([a]):
+        return np.linalg.cholesky(numeric(a), upper=True) if upper else np.linalg.cholesky(numeric(a))
+    a, n = _matrices(a, "cholesky")
+
+    def chol(m):
+        L = [[0.0] * n for _ in range(n)]
+        for j in range(n):
+            s = m[j][j] - sum(L[j][k] * L[j][k] for k in range(j))
+            L[j][j] = apply("sqrt", s) if traced((s,)) else math.sqrt(s)
+            for i in range(j + 1, n):
+                L[i][j] = (m[i][j] - sum(L[i][k] * L[j][k] for k in range(j))) / L[j][j]
+        return np.array(L, dtype=object)
+    L = _batched(a, chol, (n, n))
+    return np.swapaxes(L, -1, -2).view(TracedArray) if upper else L
+
+
+@register(np, "linalg.eigvalsh")
+def _linalg_eigvalsh(a, UPLO="L"):
+    if not holds_traced([a]):
+        return np.linalg.eigvalsh(numeric(a), UPLO)
+    # 2x2 only: the closed form of the 3x3 cubic (trigonometric or Cardano) loses most digits
+    # of the smaller eigenvalues when they are far apart (1e-3 next to 1e6)
+    a, n = _matrices(a, "eigvalsh", 2)
+
+    def eig(m):
+        if n == 1:
+            return np.array([m[0][0]], dtype=object)
+        p, q = m[0][0], m[1][1]
+        b = m[1][0] if UPLO == "L" else m[0][1]  # the triangle numpy reads
+        half, d = (p + q) / 2, (p - q) / 2
+        r = apply("hypot", d, b) if traced((d, b)) else math.hypot(d, b)
+        # the eigenvalue of larger magnitude from the sum, the other from the determinant
+        # (half - r would cancel when |half| ~ r)
+        big = where(half >= 0, half + r, half - r)
+        small = where(big == 0, 0.0, (p * q - b * b) / big)
+        return np.array([where(half >= 0, small, big), where(half >= 0, big, small)], dtype=object)
+    return _batched(a, eig, (n,))

@@ -1,0 +1,60 @@
+"""The table of stand-ins for numpy's functions (and scipy.special's), each called exactly as
+the original is: arguments bound by the original's own signature, so every keyword numpy
+takes (``np.swapaxes(x, axis1=0, axis2=1)``, ``np.stack(arrays=...)``) works, and a wrong
+call is numpy's TypeError. Only the library's own functions are registered: one the user
+replaced before symgrad was imported is traced as whatever it is."""
+from __future__ import annotations
+
+import functools
+import inspect
+
+TABLE = {}  # original function -> stand-in
+
+
+def genuine(module, path):
+    """The function at ``path`` ("linalg.det") of ``module`` if it is the module's own (its
+    name is the one it is found under, its module the library's), else None."""
+    obj = module
+    for part in path.split("."):
+        obj = getattr(obj, part, None)
+    root = module.__name__.split(".")[0]
+    if obj is None or getattr(obj, "__name__", None) != path.rsplit(".", 1)[-1]:
+        return None
+    owner = getattr(obj, "__module__", None)
+    return obj if owner is None or owner.split(".")[0] == root else None
+
+
+def like(original, impl, bound=False):
+    """``impl`` called as ``original`` is called: the arguments bound by its signature, then
+    passed on as ``impl(*args, **kwargs)`` (so ``impl`` takes the original's parameter names),
+    or, with ``bound``, as one ``inspect.BoundArguments`` (for stand-ins that pass most of them
+    to the original)."""
+    try:
+        sig = inspect.signature(original)
+    except (TypeError, ValueError):
+        sig = None
+    where = getattr(original, "__module__", None) or "numpy"
+    name = f"{where.split('._')[0]}.{getattr(original, '__name__', original)}"
+
+    @functools.wraps(original)
+    def f(*a, **kw):
+        if sig is None:
+            return impl(*a, **kw)
+        try:
+            b = sig.bind(*a, **kw)
+        except TypeError as e:
+            raise TypeError(f"{name}() {e}") from None
+        return impl(b) if bound else impl(*b.args, **b.kwargs)
+    f.impl, f.bound = impl, bound
+    return f
+
+
+def register(module, *paths, bound=False):
+    """Decorator: ``impl`` is the stand-in of each of ``module``'s functions at ``paths``."""
+    def deco(impl):
+        for path in paths:
+            o = genuine(module, path)
+            if o is not None:
+                TABLE[o] = like(o, impl, bound)
+        return impl
+    return deco
