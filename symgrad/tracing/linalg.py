@@ -9,24 +9,17 @@ import numpy as np
 
 from ..errors import TraceError
 from .registry import register
-from .ufuncs import _frompyfunc, as_array, elementwise, holds_traced, numeric, obj, result, traced
+from .ufuncs import _frompyfunc, as_array, elementwise, holds_traced, numeric, obj, refusing, result, traced
 from .values import Condition, TracedArray, Value, apply, user_site, where
 
 MAX_DIRECT = 4  # det, inv, solve, slogdet: closed forms up to this size
 
 
 def _refused(name):
-    original = getattr(np.linalg, name)
-
-    def f(b):
-        if not holds_traced(list(b.arguments.values())):
-            for k, v in b.arguments.items():
-                b.arguments[k] = numeric(v)
-            return original(*b.args, **b.kwargs)
-        raise TraceError(f"np.linalg.{name} of traced values at {user_site()}: symgrad traces np.linalg.det, "
-                         "inv, solve, slogdet (up to 4x4), eigvalsh (2x2), norm and cholesky (any size); "
-                         f"{name} needs an iterative or pivoting algorithm whose steps depend on the data")
-    return f
+    return refusing(getattr(np.linalg, name), lambda: (
+        f"np.linalg.{name} of traced values at {user_site()}: symgrad traces np.linalg.det, inv, solve, slogdet "
+        "(up to 4x4), eigvalsh (2x2), norm and cholesky (any size); "
+        f"{name} needs an iterative or pivoting algorithm whose steps depend on the data"))
 
 
 for _name in ("svd", "eig", "eigh", "eigvals", "qr", "lstsq", "pinv", "matrix_rank", "cond", "tensorsolve",

@@ -22,7 +22,7 @@ except ImportError:  # numpy < 2
 
 from ..errors import TraceError
 from .registry import register
-from .ufuncs import _frompyfunc, as_array, elementwise, holds_traced, numeric, obj, result, traced
+from .ufuncs import _frompyfunc, as_array, elementwise, holds_traced, numeric, obj, refusing, result, traced
 from .lazy import LazyArray
 from .values import Condition, TracedArray, Value, apply, builder, user_site, where
 
@@ -391,16 +391,9 @@ def _gradient_axis(f, axis, dx, edge_order):
 
 # -- functions whose result is an order or an index found in the data -----------------------------
 def _data_order(name, instead):
-    original = getattr(np, name)
-
-    def f(b):
-        if not holds_traced(list(b.arguments.values())):
-            for k, v in b.arguments.items():
-                b.arguments[k] = numeric(v)
-            return original(*b.args, **b.kwargs)
-        raise TraceError(f"np.{name} of traced values at {user_site()}: its result is an order or a position "
-                         f"found in the data, which a traced function cannot fix in advance; {instead}")
-    return f
+    return refusing(getattr(np, name), lambda: (
+        f"np.{name} of traced values at {user_site()}: its result is an order or a position found in the data, "
+        f"which a traced function cannot fix in advance; {instead}"))
 
 
 _BY_VALUE = "use np.max/np.min (they trace), or symgrad.where on comparisons"

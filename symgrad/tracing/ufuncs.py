@@ -277,6 +277,18 @@ def numeric(x):
     return x
 
 
+def refusing(original, why):
+    """A stand-in (on numpy's BoundArguments) that calls ``original`` where nothing traced
+    reaches it (object arrays of plain numbers as numbers) and raises TraceError(why()) else."""
+    def f(b):
+        if holds_traced(list(b.arguments.values())):
+            raise TraceError(why())
+        for k, v in b.arguments.items():
+            b.arguments[k] = numeric(v)
+        return original(*b.args, **b.kwargs)
+    return f
+
+
 def result(r):
     """What numpy returned on traced values: object arrays as TracedArrays."""
     return r.view(TracedArray) if isinstance(r, np.ndarray) and r.dtype == object else r
