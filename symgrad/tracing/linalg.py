@@ -127,7 +127,7 @@ def _linalg_slogdet(a):
 def _linalg_norm(x, ord=None, axis=None, keepdims=False):
     if not holds_traced([x]):
         return np.linalg.norm(numeric(x), ord, axis, keepdims)
-    x = obj(x)
+    x = as_array(x) if isinstance(x, (list, tuple, Value, Condition)) else x
     absolute = lambda v: elementwise(_frompyfunc(np.absolute), (v,))  # noqa: E731
     matrix = (axis is None and x.ndim == 2 and ord is not None) or (isinstance(axis, tuple) and len(axis) == 2)
     if matrix:

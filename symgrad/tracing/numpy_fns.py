@@ -89,7 +89,7 @@ def _array(original):
         if isinstance(x, np.ndarray) and x.dtype != object and x.size > 100_000:
             return np.asarray(x)  # large numeric data stays numeric (constants)
         r = as_array(x).copy() if isinstance(x, np.ndarray) else as_array(x)
-        ndmin = b.arguments.get("ndmin", 0)
+        ndmin = 1 if original is np.ascontiguousarray else b.arguments.get("ndmin", 0)  # (numpy's ndim >= 1)
         return r.reshape((1,) * (ndmin - r.ndim) + r.shape) if r.ndim < ndmin else r
     return f
 

@@ -36,6 +36,11 @@ SCALAR = {  # name -> the call on a number x (traced, or a float for numpy)
     "linspace": lambda x: np.linspace(x, 2.0, 4), "interp": lambda x: np.interp(x, [0.0, 1.0], [1.0, 3.0]),
     "astype": lambda x: (x * np.ones(2)).astype("float64"), "abs": lambda x: np.abs(x),
     "gradient": lambda x: x + len(np.gradient(x)),  # numpy: () of a number
+    "array": lambda x: np.array(x), "asarray": lambda x: np.asarray(x), "asanyarray": lambda x: np.asanyarray(x),
+    "ascontiguousarray": lambda x: np.ascontiguousarray(x), "full": lambda x: np.full(2, x),
+    "full_like": lambda x: np.full_like(C3, x), "zeros_like": lambda x: np.zeros_like(x) + x,
+    "ones_like": lambda x: np.ones_like(x) * x, "einsum": lambda x: np.einsum(",", x, 2.0),
+    "tensordot": lambda x: np.tensordot(x, 2.0, 0), "linalg.norm": lambda x: np.linalg.norm(x),
 }
 # numpy raises for a number here: symgrad raises the same
 SCALAR_ERRORS = {
@@ -43,8 +48,26 @@ SCALAR_ERRORS = {
     "diag": (lambda x: np.diag(x), ValueError), "concatenate": (lambda x: np.concatenate([x, x]), ValueError),
     "swapaxes": (lambda x: np.swapaxes(x, 0, 1), np.exceptions.AxisError),
     "fliplr": (lambda x: np.fliplr(x), ValueError),
-    "cross": (lambda x: np.cross(x, 2.0), ValueError), "det": (lambda x: np.linalg.det(x), np.linalg.LinAlgError),
+    "cross": (lambda x: np.cross(x, 2.0), ValueError), "linalg.det": (lambda x: np.linalg.det(x), np.linalg.LinAlgError),
+    "tril": (lambda x: np.tril(x), TypeError), "triu": (lambda x: np.triu(x), TypeError),
+    "matmul": (lambda x: np.matmul(x, 2.0), ValueError), "trapezoid": (lambda x: np.trapezoid(x), IndexError),
+    "diagonal": (lambda x: np.diagonal(x), ValueError), "flipud": (lambda x: np.flipud(x), ValueError),
+    "moveaxis": (lambda x: np.moveaxis(x, 0, 0), np.exceptions.AxisError),
+    **{f"linalg.{n}": (lambda x, n=n: getattr(np.linalg, n)(x), np.linalg.LinAlgError)
+       for n in ("inv", "cholesky", "eigvalsh", "slogdet")},
+    "linalg.solve": (lambda x: np.linalg.solve(x, x), np.linalg.LinAlgError),
 }
+NOT_OF_A_NUMBER = {"zeros", "ones", "empty", "eye", "identity", "empty_like"}  # shapes in, no values
+
+
+def test_every_traced_numpy_function_has_its_scalar_form_checked():
+    """The two tables above and the refused functions (tracing/test_numpy_keywords.py) cover
+    the whole table of stand-ins."""
+    from symgrad.tracing import registry
+    from tracing.test_numpy_keywords import REFUSED
+    names = {f"{'linalg.' if f.__module__ == 'numpy.linalg' else ''}{f.__name__}" for f in registry.TABLE}
+    assert names == (set(SCALAR) | set(SCALAR_ERRORS) | NOT_OF_A_NUMBER | REFUSED) - {
+        "var_ddof", "angle_deg", "conj", "conjugate", "abs", "astype", "gradient"} | {"gradient"}
 
 
 def _flat(fns, x):
