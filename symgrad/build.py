@@ -79,12 +79,14 @@ def source_digest():
 @lru_cache(maxsize=None)
 def toolchain():
     """Everything besides the program that decides a kernel's binary: symgrad's own source,
-    cffi, Python, flags, CPU. Not the compiler's name: CC=gcc, CC=cc and a process without
-    any compiler share kernels (the compiler that built one is in its metadata)."""
+    cffi, Python, flags (symgrad's and any that CC carries: CC="cc -ffast-math"), CPU. Not the
+    compiler's name: CC=gcc, CC=cc and a process without any compiler share kernels (the
+    compiler that built one is in its metadata)."""
     import _cffi_backend  # the version cffi's generated modules are built against
     h = hashlib.sha256()
     for part in (source_digest(), _cffi_backend.__version__, sys.implementation.cache_tag,
-                 sysconfig.get_config_var("EXT_SUFFIX") or "", " ".join(flags()), machine()):
+                 sysconfig.get_config_var("EXT_SUFFIX") or "", " ".join(flags() + tuple(compiler()[1:])),
+                 machine()):
         h.update(part.encode() + b"\0")
     return h.hexdigest()
 

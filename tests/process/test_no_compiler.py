@@ -96,6 +96,23 @@ def test_cc_and_gcc_share_one_entry(tmp_path):
     check_kernel_output(first.lines)
 
 
+FAST = """
+    import numpy as np
+    import symgrad
+    print(symgrad.compile(lambda x: np.nan_to_num(x) + np.isnan(x) * 0.0)(np.array([np.nan, np.inf, 1.0])).tolist())
+"""
+
+
+def test_flags_that_cc_carries_are_in_the_key(tmp_path):
+    """CC="gcc -ffast-math" (isnan folded to false) builds its own kernel, never one that a
+    plain CC=gcc process then loads."""
+    cache = tmp_path / "cache"
+    fast = run_python(FAST, tmp_path, SYMGRAD_CACHE_DIR=cache, CC="gcc -ffast-math").lines
+    plain = run_python(FAST, tmp_path, SYMGRAD_CACHE_DIR=cache, CC="gcc").lines
+    assert eval(plain[0]) == [0.0, np.finfo(float).max, 1.0], (fast, plain)
+    assert len(entries(cache)) == 2
+
+
 # -- (d) the compiler is recorded beside the entry ------------------------------------------------
 def test_the_compilers_version_is_in_the_entrys_metadata(tmp_path):
     cache = tmp_path / "cache"
