@@ -140,9 +140,10 @@ class NotExecutable(Exception):
     """A verified library that the system refuses to map (a noexec mount)."""
 
 
-def load_from(d, key):
+def load_from(d, key, what="the cached kernel"):
     """The library for ``key`` from directory ``d``: None if absent; a damaged entry is removed
-    (with a warning) and None returned; NotExecutable if it cannot be mapped there."""
+    (with a warning naming ``what`` it was) and None returned; NotExecutable if it cannot be
+    mapped there."""
     for attempt in range(3):
         try:
             return _load(d, key)
@@ -153,7 +154,7 @@ def load_from(d, key):
             damage = e
         except _Damaged as e:
             damage = e
-        warn_once(("damaged", key), f"the cached kernel {key[:12]} in {d} was damaged ({damage}); it is rebuilt")
+        warn_once(("damaged", key), f"{what} {key[:12]} in {d} was damaged ({damage}); it is rebuilt")
         remove(d, key)
         return None
 
@@ -355,7 +356,7 @@ def adopt(key, data, sha256, info=None):
     for d in building_places():
         try:
             store(d, key, data, None, dict(info or {}, shipped=True))
-            mod = load_from(d, key)  # None (with a warning, the entry removed) if it does not load
+            mod = load_from(d, key, "the library a pickle shipped for kernel")  # None (warned) if it does not load
         except (OSError, NotExecutable):
             continue
         if mod is not None:

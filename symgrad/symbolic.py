@@ -76,15 +76,23 @@ class SymProgram:
         env = {}
         for t, e in self.body:
             try:
-                env[t] = e.xreplace(env)
+                env[t] = _replaced(e, env)
             except (ValueError, TypeError):
                 if limit is None:
                     raise
                 return None
-        return [e.xreplace(env) for e in outs]
+        return [_replaced(e, env) for e in outs]
 
     def count_ops(self):
         return sum(nodes(e) for _, e in self.body) + sum(nodes(e) for e in self.output_exprs())
+
+
+def _replaced(e, env):
+    """``e.xreplace(env)`` (evaluated: a closed form), a temporary that is a select raised to
+    a negative power kept as IEEE computes it (power_of_select: 1/0.0 is inf, not zoo)."""
+    extra = {p: power_of_select(env[p.base], p.exp) for p in e.atoms(sp.Pow)
+             if p.exp.is_negative and isinstance(env.get(p.base), sp.Piecewise)}
+    return e.xreplace({**env, **extra} if extra else env)
 
 
 def substitute(e, env):
@@ -109,11 +117,19 @@ def substitute(e, env):
                 r = sp.Basic.__new__(type(x), *args)
             elif isinstance(x, sp.core.relational.Relational):
                 r = x.func(*args, evaluate=False)
+            elif isinstance(x, sp.Pow) and isinstance(args[0], sp.Piecewise):
+                r = power_of_select(*args)
             else:
                 r = x.func(*args)
             memo[x] = r
         return r
     return go(e)
+
+
+def power_of_select(select, exponent):
+    """A select to a power, each branch to that power as numpy computes it (sympy's own
+    Piecewise power makes 1/0.0 complex infinity, where IEEE gives inf)."""
+    return sp.Piecewise(*[(_pow(v, exponent), c) for v, c in select.args], evaluate=False)
 
 
 def expanded_size(e, size):

@@ -174,6 +174,9 @@ class LazyArray:
     def copy(self):
         return self
 
+    real = property(lambda self: self)  # the values are real
+    imag = property(lambda self: LazyArray(self.b, self.shape, lambda idx: 0.0))
+
     def astype(self, dtype, *a, **k):
         if values.keeps_values(dtype):
             return self
@@ -517,7 +520,7 @@ def _mean(a, axis=None, dtype=None, out=None, keepdims=False, where=True):
     axes = _axes(axis, x.ndim)
     count = math.prod(x.shape[k] for k in axes)
     s = _sum(x, axis, out=out, keepdims=keepdims, where=where)
-    return s / count
+    return s / np.float64(count)  # of nothing: nan, as numpy (0.0 / 0 would raise)
 
 
 def _matmul(a, c):
@@ -573,7 +576,7 @@ def _var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=np
     m = _mean(a, axis, keepdims=True)
     d = a - m
     count = math.prod(a.shape[k] for k in _axes(axis, a.ndim))
-    return _sum(d * d, axis, keepdims=keepdims) / (count - ddof)
+    return _sum(d * d, axis, keepdims=keepdims) / np.float64(max(count - ddof, 0))  # numpy's nan or inf
 
 
 def _std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):

@@ -22,17 +22,14 @@ except ImportError:  # numpy < 2
 
 from ..errors import TraceError
 from .registry import register
-from .ufuncs import _frompyfunc, as_array, elementwise, holds_traced, numeric, obj, refusing, result, traced
-from .lazy import LazyArray
-from .values import Condition, TracedArray, Value, apply, builder, user_site, where
+from .ufuncs import (_frompyfunc, as_array, elementwise, holds_traced, numeric, obj, refusing, result, scalar_of,
+                     traced)
+from .lazy import LazyArray, Unrollable
+from .values import Condition, TracedArray, Value, apply, builder, keeps_values, user_site, where
 
 
 def _numeric_kind(dtype):
     return dtype is not None and np.dtype(dtype).kind in "biuc"
-
-
-def _scalar(x):
-    return isinstance(x, (Value, Condition))
 
 
 # -- constructors: object arrays that traced values can be stored into ----------------------------
@@ -57,9 +54,12 @@ def _filled(original):
     """np.full / np.full_like: an object array when the fill value is traced or no numeric
     dtype is asked for."""
     def f(b):
-        fill = b.arguments["fill_value"]
-        if _numeric_kind(b.arguments.get("dtype")) and not holds_traced([fill]):
-            return original(*b.args, **b.kwargs)
+        fill, dtype = b.arguments["fill_value"], b.arguments.get("dtype")
+        if dtype is not None and not holds_traced([fill]):  # numbers: numpy's (float32's rounding)
+            r = original(*b.args, **b.kwargs)
+            return r if _numeric_kind(dtype) else r.astype(object).view(TracedArray)
+        if dtype is not None:
+            keeps_values(dtype)
         b.arguments.update(fill_value=None, dtype=object)
         r = original(*b.args, **b.kwargs)
         r[...] = fill.view(np.ndarray) if isinstance(fill, TracedArray) else fill
@@ -79,16 +79,22 @@ def _array(original):
         dtype = b.arguments.get("dtype")
         if isinstance(x, LazyArray):  # an array kept as a loop is one already (numpy's C code cannot see it)
             return x if dtype is None else x.astype(dtype)
-        if _numeric_kind(dtype) or (isinstance(x, np.ndarray) and x.dtype != object
-                                    and b.arguments.get("copy", True) is False):
+        copy = b.arguments.get("copy", True if original is np.array else None)
+        if _numeric_kind(dtype) or (isinstance(x, np.ndarray) and x.dtype != object and copy is False):
             return original(*b.args, **b.kwargs)
+        if dtype is not None and holds_traced([x]):
+            keeps_values(dtype)  # a narrower float is refused: its rounding is not traced
         if not holds_traced([x]):
             r = original(*b.args, **b.kwargs)
             if r.dtype.kind not in "fc":  # integers and booleans: indices and masks, as written
                 return r
+            x = r if dtype is not None else x  # rounded to the dtype asked for (float32 constants)
         if isinstance(x, np.ndarray) and x.dtype != object and x.size > 100_000:
             return np.asarray(x)  # large numeric data stays numeric (constants)
-        r = as_array(x).copy() if isinstance(x, np.ndarray) else as_array(x)
+        if isinstance(x, np.ndarray) and x.dtype == object and copy is not True:
+            r = x.view(TracedArray)  # numpy's asarray: the same array, not a copy
+        else:
+            r = as_array(x).copy() if isinstance(x, np.ndarray) else as_array(x)
         ndmin = 1 if original is np.ascontiguousarray else b.arguments.get("ndmin", 0)  # (numpy's ndim >= 1)
         return r.reshape((1,) * (ndmin - r.ndim) + r.shape) if r.ndim < ndmin else r
     return f
@@ -133,12 +139,14 @@ def _arrays_in(original, sequence):
         scalars = not any(isinstance(v, (list, tuple, np.ndarray)) for v in values)
         for k, (name, v) in enumerate(list(b.arguments.items())):
             b.arguments[name] = _as_traced(v, nested=sequence and k == 0)
+        if b.arguments.get("dtype") is not None and keeps_values(b.arguments["dtype"]):
+            b.arguments["dtype"] = None  # float64: the values as they are (float32: refused)
         r = result(original(*b.args, **b.kwargs))
-        return r[()] if scalars and isinstance(r, np.ndarray) and r.ndim == 0 else r  # numpy's scalar
+        return scalar_of(r) if scalars else r
     return f
 
 
-for _name in ("sum", "prod", "mean", "average", "var", "std", "max", "min", "amax", "amin", "ptp", "cumsum",
+for _name in ("sum", "prod", "mean", "var", "std", "max", "min", "amax", "amin", "ptp", "cumsum",
               "cumprod", "diff", "dot", "vdot", "inner", "outer", "matmul", "einsum", "tensordot", "kron",
               "cross", "trace", "diag", "diagonal", "tril", "triu", "stack", "concatenate", "hstack", "vstack",
               "column_stack", "block", "reshape", "ravel", "transpose", "swapaxes", "moveaxis", "flip", "fliplr",
@@ -225,7 +233,9 @@ def _sinc1(x):
 @register(np, "nan_to_num")
 def _nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     """NaN -> ``nan``, +-inf -> ``posinf``/``neginf`` (default: the largest finite number of the
-    kernel's dtype, as numpy's of the array's); derivative 1 where x is finite, 0 elsewhere."""
+    kernel's dtype, as numpy's of the array's); derivative 1 where x is finite, 0 elsewhere.
+    A number past the kernel dtype's range counts as infinite (in a float32 kernel computing
+    in double, exp(100) is inf once rounded: numpy's float32 arrays hold it as inf)."""
     if not holds_traced([x, nan, posinf, neginf]):
         return np.nan_to_num(numeric(x), copy=copy, nan=nan, posinf=posinf, neginf=neginf)
     big = float(np.finfo(builder().dtype).max)
@@ -234,22 +244,16 @@ def _nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
 
     def one(v):
         if not traced((v,)):
-            return float(np.nan_to_num(v, nan=nan, posinf=hi, neginf=lo))
-        return where(apply("isnan", v), nan, where(apply("isinf", v), where(v > 0, hi, lo), v))
-    return _each(one, x)
-
-
-@register(np, "nansum")
-def _nansum(a, axis=None, dtype=None, out=None, keepdims=np._NoValue, initial=np._NoValue, where=np._NoValue):
-    """np.sum with NaN entries counted as 0 (numpy's code masks them in place)."""
-    kw = {k: v for k, v in (("keepdims", keepdims), ("initial", initial), ("where", where)) if v is not np._NoValue}
-    if not holds_traced([a]):
-        return np.nansum(numeric(a), axis, dtype, out, **kw)
-    zeroed = _each(lambda v: apply("select", apply("isnan", v), 0.0, v) if traced((v,)) else (0.0 if v != v else v),
-                   a)
-    r = result(np.sum(zeroed if isinstance(zeroed, (np.ndarray, LazyArray)) else as_array(zeroed), axis, dtype,
-                      out, **kw))
-    return r[()] if isinstance(r, np.ndarray) and r.ndim == 0 else r
+            v = float(v)
+            return nan if v != v else hi if v > big else lo if v < -big else v
+        return where(apply("isnan", v), nan, where(v > big, hi, where(v < -big, lo, v)))
+    if not copy and isinstance(x, LazyArray):
+        raise Unrollable(f"np.nan_to_num(..., copy=False) (in place) of an array at {user_site()}")
+    r = _each(one, x)
+    if not copy and isinstance(x, np.ndarray) and x.dtype == object:  # numpy's in-place form
+        x.view(np.ndarray)[...] = r
+        return x
+    return r
 
 
 @register(np, "angle")
@@ -266,6 +270,9 @@ def _linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axi
     if not holds_traced([start, stop]):
         kw = {} if device is None else {"device": device}
         return np.linspace(numeric(start), numeric(stop), num, endpoint, retstep, dtype, axis, **kw)
+    if dtype is not None and not keeps_values(dtype):
+        raise TraceError(f"np.linspace(..., dtype={np.dtype(dtype)}) of traced endpoints at {user_site()}: the "
+                         "points would be made integers, constants whose derivative is lost")
     if np.ndim(start) or np.ndim(stop) or axis != 0:
         raise TraceError(f"np.linspace of traced array endpoints at {user_site()}: symgrad takes scalar "
                          "endpoints; build the points as start + (stop - start) * np.linspace(0, 1, num)")

@@ -127,16 +127,14 @@ def _compiled(f):
     def call(*a, **k):
         try:
             return f(*a, **k)
-        except TraceError as e:
-            inner = e.__traceback__.tb_next
-            if inner is None or inner.tb_frame.f_code not in values.LEAVING:
-                raise
-            name, what = f"{f.__self__.__name__}.{f.__name__}", str(e).split(" of a traced ")[0]
-            raise TraceError(f"{name}() takes {what} of a traced value at {values.user_site()}: it is compiled "
+        except values.Leaving as e:
+            if e.__traceback__.tb_next is None or e.__traceback__.tb_next.tb_next is not None:
+                raise  # not asked by f itself (by Python code f called back)
+            name = f"{f.__self__.__name__}.{f.__name__}"
+            raise TraceError(f"{name}() takes {e.what} of a traced value at {values.user_site()}: it is compiled "
                              "code, which symgrad cannot trace into, and it would make the value a constant (its "
-                             f"derivative lost). Call a function symgrad traces instead "
-                             f"(math, numpy, scipy.special, or Python code); if {name} replaced one of those, "
-                             "restore it") from None
+                             f"derivative lost). Call a function symgrad traces instead (math, numpy, "
+                             f"scipy.special, or Python code); if {name} replaced one of those, restore it") from None
     return call
 
 

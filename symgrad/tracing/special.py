@@ -10,7 +10,7 @@ import sys
 import numpy as np
 
 from . import registry
-from .ufuncs import as_array, holds_traced, numeric, result, traced
+from .ufuncs import as_array, holds_traced, numeric, result, scalar_of, traced, umath
 from .values import Value, apply, builder, where
 
 
@@ -66,12 +66,8 @@ _ELEMENTS = {
 @functools.lru_cache(maxsize=None)
 def _elements():
     special = sys.modules["scipy.special"]
-    table = {}
-    for name, fn in _ELEMENTS.items():
-        u = getattr(special, name, None)
-        if isinstance(u, np.ufunc) and u.__name__ == name:
-            table[u] = _element(u, fn)
-    return table
+    ufuncs = {name: registry.genuine(special, name) for name in _ELEMENTS}
+    return {u: _element(u, _ELEMENTS[name]) for name, u in ufuncs.items() if isinstance(u, np.ufunc)}
 
 
 def _element(ufunc, fn):
@@ -89,9 +85,9 @@ def ufunc_elements():
 def _shifted(a, axis):
     """(a, its max over ``axis`` kept as axes of length 1; 0 where that max is not finite)."""
     a = as_array(a)
-    m = np.max(a, axis=axis, keepdims=True)
+    m = a.max(axis=axis, keepdims=True)
     finite = lambda v: where(apply("isfinite", v), v, 0.0) if traced((v,)) else (v if math.isfinite(v) else 0.0)  # noqa
-    return a, result(np.frompyfunc(finite, 1, 1)(m.view(np.ndarray)))
+    return a, as_array(np.frompyfunc(finite, 1, 1)(m.view(np.ndarray)))
 
 
 def _logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
@@ -99,26 +95,26 @@ def _logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
     if not holds_traced([a, b]):
         return _original("logsumexp")(numeric(a), axis, numeric(b), keepdims, return_sign)
     a, m = _shifted(a, axis)
-    e = np.exp(a - m)
-    s = np.sum(e if b is None else as_array(b) * e, axis=axis, keepdims=True)
+    e = umath.exp(a - m)
+    s = (e if b is None else as_array(b) * e).sum(axis=axis, keepdims=True)
     sign = None
     if return_sign:
-        sign, s = np.sign(s), np.abs(s)
-    out = np.log(s) + m
+        sign, s = umath.sign(s), umath.absolute(s)
+    out = umath.log(s) + m
     if not keepdims:
         axes = tuple(range(out.ndim)) if axis is None else axis
-        out = np.squeeze(out, axis=axes)
-        sign = None if sign is None else np.squeeze(sign, axis=axes)
-    out = _scalar(result(out))
-    return (out, _scalar(result(sign))) if return_sign else out
+        out = out.squeeze(axis=axes)
+        sign = None if sign is None else sign.squeeze(axis=axes)
+    out = scalar_of(result(out))
+    return (out, scalar_of(result(sign))) if return_sign else out
 
 
 def _softmax(x, axis=None):
     if not holds_traced([x]):
         return _original("softmax")(numeric(x), axis)
     x, m = _shifted(x, axis)
-    e = np.exp(x - m)
-    return _scalar(result(e / np.sum(e, axis=axis, keepdims=True)))
+    e = umath.exp(x - m)
+    return scalar_of(result(e / e.sum(axis=axis, keepdims=True)))
 
 
 def _log_softmax(x, axis=None):
@@ -126,11 +122,7 @@ def _log_softmax(x, axis=None):
         return _original("log_softmax")(numeric(x), axis)
     x, m = _shifted(x, axis)
     s = x - m
-    return _scalar(result(s - np.log(np.sum(np.exp(s), axis=axis, keepdims=True))))
-
-
-def _scalar(r):
-    return r[()] if isinstance(r, np.ndarray) and r.ndim == 0 else r
+    return scalar_of(result(s - umath.log(umath.exp(s).sum(axis=axis, keepdims=True))))
 
 
 def _original(name):

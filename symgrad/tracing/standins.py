@@ -11,13 +11,12 @@ import builtins
 import functools
 import math
 import sys
-import types
 
 import numpy as np
 
 from .. import ops
 from ..errors import TraceError
-from . import linalg, numpy_fns, registry  # noqa: F401  (linalg and numpy_fns fill registry.TABLE)
+from . import linalg, nanfuncs, numpy_fns, registry  # noqa: F401  (they fill registry.TABLE)
 from .lazy import LazyArray, Unrollable
 from .values import Condition, Value, apply, select_max, select_min, user_site
 
@@ -85,10 +84,9 @@ def _hypot(*xs):
 
 
 def _own(module, name):
-    """``module``'s own function ``name`` (a C function of that name), or None: one replaced
-    before symgrad was imported is not math's, and is traced as whatever it is."""
-    f = getattr(module, name, None)
-    return f if isinstance(f, types.BuiltinFunctionType) and f.__name__ == name else None
+    """``module``'s own function ``name``, or None: one replaced before symgrad was imported is
+    not math's, and is traced as whatever it is (registry.genuine)."""
+    return registry.genuine(module, name)
 
 
 def _math():

@@ -9,8 +9,8 @@ import numpy as np
 
 from .. import ops
 from ..errors import TraceError
-from . import lazy, values
-from .values import Condition, TracedArray, Value, apply, builder, user_site, where
+from . import lazy, registry, values
+from .values import Condition, TracedArray, Value, apply, builder, keeps_values, user_site, where
 
 
 def traced(args):
@@ -44,6 +44,11 @@ def _nan_pick(op, propagate):
     return pick
 
 
+# numpy's ufuncs where user code cannot replace them (np.sum = ... leaves umath.add alone):
+# what symgrad's own traced forms call
+umath = getattr(getattr(np, "_core", None), "umath", None) or np.core.umath
+
+
 def _ufunc_elements():
     """numpy ufunc -> function of elements (traced or plain)."""
     table = {}
@@ -59,11 +64,9 @@ def _ufunc_elements():
                  clip=lambda x, lo, hi: table["minimum"](table["maximum"](x, lo), hi),
                  heaviside=_heaviside, logaddexp=_logaddexp, logaddexp2=_logaddexp2,
                  conjugate=lambda x: x)  # the values are real
-    umath = getattr(getattr(np, "_core", None), "umath", None) or np.core.umath  # clip: a ufunc only here
-    ufuncs = {name: getattr(np, name, None) for name in table}
-    ufuncs = {name: u if isinstance(u, np.ufunc) else getattr(umath, name, None) for name, u in ufuncs.items()}
-    return {u: table[name] for name, u in ufuncs.items()  # numpy's own ufuncs (a replaced one is not)
-            if isinstance(u, np.ufunc) and u.__name__ == name}
+    # numpy's own ufuncs, as umath holds them (np.clip is a function; a np.sin replaced is not numpy's)
+    ufuncs = {name: registry.genuine(umath, name) for name in table}
+    return {u: table[name] for name, u in ufuncs.items() if isinstance(u, np.ufunc)}
 
 
 def _heaviside(x, h0):
@@ -168,6 +171,8 @@ def array_ufunc(ufunc, method, inputs, kw):
              as_array(x).view(np.ndarray) if isinstance(x, (Value, Condition)) and method != "__call__" else x
              for x in inputs]  # the reduction of a number is the number (a 0-d array)
     name = ufunc_name(ufunc)
+    if kw.get("dtype") is None or keeps_values(kw["dtype"]):  # float64 (object): the values as they are
+        kw.pop("dtype", None)
     if element_of(ufunc) is None:
         if method == "__call__" and any(isinstance(x, (Value, Condition)) for x in plain):
             raise TraceError(f"{name} on traced values at {user_site()} is not supported by symgrad")
@@ -175,8 +180,6 @@ def array_ufunc(ufunc, method, inputs, kw):
     elif method == "__call__":
         for k in ("casting", "subok", "order"):  # numpy's own code passes these: no effect here
             kw.pop(k, None)
-        if kw.get("dtype") in (None, object):
-            kw.pop("dtype", None)
         if kw.pop("where", True) is not True or kw:
             raise TraceError(f"{name}(..., {', '.join(kw) or 'where'}=...) on traced values at "
                              f"{user_site()} is not supported")
@@ -196,9 +199,9 @@ def array_ufunc(ufunc, method, inputs, kw):
 def _reduce(ufunc, arr, axis=0, dtype=None, keepdims=False, initial=np._NoValue, where=True):
     """ufunc.reduce over traced values, one axis at a time (np.sum(X), np.max(X, axis=(0, 1)));
     an empty axis gives the ufunc's identity (or ``initial``), or numpy's own error."""
-    if where is not True:
-        raise TraceError(f"{ufunc_name(ufunc)}.reduce(..., where=...) on traced values at {user_site()} "
-                         "is not supported")
+    if where is not True or dtype is not None:  # (a float64 dtype was taken out: array_ufunc)
+        raise TraceError(f"{ufunc_name(ufunc)}.reduce(..., {'where' if where is not True else 'dtype'}=...) "
+                         f"on traced values at {user_site()} is not supported")
     pyfunc = _frompyfunc(ufunc)
     arr = np.asarray(arr, dtype=object)
     axes = range(arr.ndim) if axis is None else (axis if isinstance(axis, tuple) else (axis,))
@@ -208,7 +211,7 @@ def _reduce(ufunc, arr, axis=0, dtype=None, keepdims=False, initial=np._NoValue,
         start = ufunc.identity if initial is np._NoValue else initial
         if start is None:
             ufunc.reduce(np.zeros(arr.shape), axis=tuple(axes))  # numpy's error ("... has no identity")
-        start = float(start) if type(start) is int else start  # numpy's 0.0 of a float array
+        start = np.float64(start) if type(start) is int else start  # numpy's 0.0 of a float array (0.0 / 0: nan)
         res = np.full([n for k, n in enumerate(arr.shape) if k not in axes], start, dtype=object)
         todo, initial = [], np._NoValue
     for a in todo:
@@ -292,3 +295,8 @@ def refusing(original, why):
 def result(r):
     """What numpy returned on traced values: object arrays as TracedArrays."""
     return r.view(TracedArray) if isinstance(r, np.ndarray) and r.dtype == object else r
+
+
+def scalar_of(r):
+    """A result of no dimensions as numpy's functions give it for numbers: the number."""
+    return r[()] if isinstance(r, np.ndarray) and r.ndim == 0 else r

@@ -113,19 +113,22 @@ def _compare(op):
     return f
 
 
+class Leaving(TraceError):
+    """A traced value asked to become a Python number (``what``: "float()", ...)."""
+
+    def __init__(self, message, what):
+        super().__init__(message)
+        self.what = what
+
+
 def _leaves(what):
     def f(self, *a):
-        raise TraceError(
+        raise Leaving(
             f"{what} of a traced value at {user_site()}: the result would be a constant and "
             "its derivative silently lost. Keep the value symbolic: use math/numpy functions "
             "on it, symgrad.where(cond, a, b) for branches, an object array (dtype=object) "
-            "instead of a float array to store it.")
+            "instead of a float array to store it.", what)
     return f
-
-
-# The code that refuses to turn a traced value into a Python number: a compiled function that
-# asks for one is named in the error (rewrite.py, compiled()).
-LEAVING = {_leaves("").__code__}
 
 
 class Value:
@@ -281,9 +284,9 @@ class Condition:
         return apply("select", self, 1.0, 0.0)
 
     def _leave(self, *a):
-        raise TraceError(f"int() or float() of a traced comparison at {user_site()}: call float(c) or "
-                         "int(c) in the traced function itself (it becomes a 0/1 step), or write "
-                         "symgrad.where(cond, 1.0, 0.0)")
+        raise Leaving(f"int() or float() of a traced comparison at {user_site()}: call float(c) or "
+                      "int(c) in the traced function itself (it becomes a 0/1 step), or write "
+                      "symgrad.where(cond, 1.0, 0.0)", "int() or float()")
 
     __float__ = __int__ = __index__ = _leave
 
@@ -310,9 +313,6 @@ class Condition:
 
     def __repr__(self):
         return f"Condition(t{self.i})"
-
-
-LEAVING.add(Condition._leave.__code__)
 
 
 def _cond(b, c):
@@ -352,11 +352,14 @@ class TracedArray(np.ndarray):
         super().__setitem__(self._index(index), value)
 
     def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
-        """A float cast keeps the values (plain integers among them become floats)."""
+        """A float cast keeps the values (plain integers among them become floats); with
+        ``copy=False`` it is this array itself, as numpy's of a float64 array."""
         if not keeps_values(dtype):
             return super().astype(dtype, order, casting, subok, copy)
+        if not copy:  # float64 to float64, as numpy: the same array
+            return self
         if np.dtype(dtype).kind == "O":
-            return self.copy(order) if copy else self
+            return self.copy(order)
         flat = [v if isinstance(v, (Value, Condition)) else float(v) for v in self.flat]
         out = np.empty(self.shape, dtype=object)
         out.reshape(-1)[:] = flat if out.size else []

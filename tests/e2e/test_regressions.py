@@ -262,3 +262,13 @@ def test_untaken_branch_with_nan_in_third_derivatives_through_atan2(strategy):
     mpmath.mp.dps = 40
     ref = mpmath.diff(lambda t: mpmath.atan2(mpmath.log1p(t), 2), mpmath.mpf(z[2]), 3)
     assert float(d3[2][2][2]) == pytest.approx(float(ref), rel=1e-13)
+
+
+def test_division_by_a_select_with_a_zero_branch(strategy):
+    """1 / np.maximum(y - 1, 0.0) is inf where the select gives 0.0 (sympy's own power of a
+    Piecewise made it complex infinity, and the kernel did not compile)."""
+    F = symgrad.compile(lambda x, y: (x * x + x) / np.maximum(y - 1, 0.0))
+    assert F(2.0, 3.0) == 3.0 and F(2.0, 0.5) == math.inf
+    gx, gy = F.grad(2.0, 3.0)
+    assert gx == 5.0 / 2.0 and gy == -6.0 / 4.0
+    assert F.grad(2.0, 0.5)[0] == math.inf
