@@ -603,5 +603,5 @@ FUNCTIONS = {f: registry.like(f, impl) for f, impl in (
     (np.swapaxes, lambda a, axis1, axis2: a.swapaxes(axis1, axis2)),
     (np.shape, lambda a: a.shape), (np.ndim, lambda a: a.ndim),
     (np.size, lambda a, axis=None: a.size if axis is None else a.shape[axis]),
-    (np.expand_dims, _expand_dims),
+    (np.expand_dims, _expand_dims), (np.real, lambda val: val.real), (np.imag, lambda val: val.imag),
 )}

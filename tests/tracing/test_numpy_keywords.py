@@ -151,6 +151,8 @@ LARGE = {
     "ndim": ((600,), lambda x: ((x,), {})),
     "size": ((20, 30), lambda x: ((x, 1), {})),
     "expand_dims": ((600,), lambda x: ((x, 1), {})),
+    "real": ((600,), lambda x: ((x,), {})),
+    "imag": ((600,), lambda x: ((x,), {})),
 }
 SPECIAL = {
     "logsumexp": ((2, 3), lambda x: ((x, 1, C3, True, True), {})),
