@@ -318,6 +318,8 @@ def _view(v):
     callable objects of the user's through a view that calls them so (classes stay classes)."""
     if isinstance(v, types.ModuleType):
         return _ModuleView(v)
+    if isinstance(v, type):  # float, bool: still types (dtype=float, isinstance(x, float))
+        return v
     if isinstance(v, (types.FunctionType, types.MethodType, types.BuiltinFunctionType, functools.partial,
                       np.ufunc)) or standin(v) is not None or _takes_callbacks(v):
         return intercept(v)

@@ -171,7 +171,9 @@ def array_ufunc(ufunc, method, inputs, kw):
              as_array(x).view(np.ndarray) if isinstance(x, (Value, Condition)) and method != "__call__" else x
              for x in inputs]  # the reduction of a number is the number (a 0-d array)
     name = ufunc_name(ufunc)
-    if kw.get("dtype") is None or keeps_values(kw["dtype"]):  # float64 (object): the values as they are
+    dtype = kw.get("dtype")
+    if dtype is None or (np.dtype(dtype).kind == "b" and ops.NUMPY.get(ufunc.__name__) in ops.COMPARE + ops.LOGIC) \
+            or keeps_values(dtype):  # float64 (object), or truth values of conditions: as they are
         kw.pop("dtype", None)
     if element_of(ufunc) is None:
         if method == "__call__" and any(isinstance(x, (Value, Condition)) for x in plain):

@@ -286,3 +286,20 @@ def test_a_wrong_call_is_numpy_s_type_error():
 def test_a_large_array_made_an_array_again_stays_a_loop(make):
     p = _trace(lambda x: np.sum(make(x, dtype=np.float64) * 2.0), [(600,)], (), (), None, 128, "float64")
     assert p.has_loops and p.count_ops() == 3
+
+
+def test_a_float64_dtype_keeps_the_values_and_float32_is_refused():
+    plain = trace(lambda x: np.sum(x) + np.mean(x), [(3,)]).key
+    assert trace(lambda x: np.sum(x, dtype=float) + np.mean(x, dtype=np.float64), [(3,)]).key == plain
+    for f in (lambda x: np.sum(x, dtype=np.float32), lambda x: np.cumsum(x, dtype=np.float32),
+              lambda x: np.array(x, dtype=np.float32), lambda x: x.astype(np.float16),
+              lambda x: np.full(2, x[0], dtype=np.float32)):
+        with pytest.raises(symgrad.TraceError, match="cast of traced values to float"):
+            trace(f, [(3,)])
+    p = trace(lambda x: np.full(2, 0.1, dtype=np.float32) * x[0], [(3,)])  # a constant: numpy's rounding
+    assert "0.10000000149011612" in str(p)
+
+
+def test_np_any_and_all_of_traced_comparisons():
+    p = trace(lambda v: np.where(np.all(v > 0) | np.any(v < -1), v[0], v[1]), [(3,)])
+    assert p.count_ops() > 5
