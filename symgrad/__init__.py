@@ -6,7 +6,8 @@
 from __future__ import annotations
 
 from .errors import CacheError, CacheWarning, CompileError, TraceError
-from .function import Function, checked_keywords as _checked_keywords
+from .function import Function
+from .signature import checked_keywords as _checked_keywords
 from .source import Source
 from .options import Options
 

@@ -20,7 +20,7 @@ import numpy as np
 from . import calling, forksafe, options as _options
 from .source import C_COMPILE_BASE, RATES, PerObject, Source, stage
 from .errors import ScalarUsedAsArray
-from .signature import TRACED
+from .signature import TRACED, checked_keywords
 
 def c_identifier(name):
     """A valid ASCII C identifier for any name: the name itself where it is one, else the name
@@ -32,29 +32,6 @@ def c_identifier(name):
     if s != name:
         s += "_" + hashlib.sha1(name.encode()).hexdigest()[:8]
     return s
-
-
-def checked_keywords(name):
-    """Decorator: a keyword the function does not take raises a TypeError naming it as
-    ``name`` (as the user called it) and the parameter probably meant; its signature stays."""
-    import functools
-    import inspect
-
-    def wrap(fn):
-        takes = [p.name for p in inspect.signature(fn).parameters.values()
-                 if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name != "self"]
-
-        @functools.wraps(fn)
-        def checked(*args, **kwargs):
-            for k in kwargs:
-                if k not in takes:
-                    import difflib
-                    meant = difflib.get_close_matches(k, takes, n=1)
-                    hint = f"did you mean {meant[0]!r}?" if meant else f"it takes {', '.join(takes)}"
-                    raise TypeError(f"{name}() got an unexpected keyword argument {k!r}; {hint}")
-            return fn(*args, **kwargs)
-        return checked
-    return wrap
 
 
 class Function:

@@ -187,3 +187,26 @@ def call_arguments(fn, prefix, n, values, spec, consts):
     for p in rest[:last_only + 1]:  # positional-only extras go by position, defaults filling gaps
         positional.append(extra_values.pop(p.name) if p.name in extra_values else p.default)
     return positional, extra_values
+
+
+def checked_keywords(name):
+    """Decorator: a keyword the function does not take raises a TypeError naming it as
+    ``name`` (as the user called it) and the parameter probably meant; its signature stays."""
+    import functools
+    import inspect
+
+    def wrap(fn):
+        takes = [p.name for p in inspect.signature(fn).parameters.values()
+                 if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name != "self"]
+
+        @functools.wraps(fn)
+        def checked(*args, **kwargs):
+            for k in kwargs:
+                if k not in takes:
+                    import difflib
+                    meant = difflib.get_close_matches(k, takes, n=1)
+                    hint = f"did you mean {meant[0]!r}?" if meant else f"it takes {', '.join(takes)}"
+                    raise TypeError(f"{name}() got an unexpected keyword argument {k!r}; {hint}")
+            return fn(*args, **kwargs)
+        return checked
+    return wrap

@@ -7,28 +7,25 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import TraceError
-from .lazy import LazyArray
 from .registry import register
-from .ufuncs import as_array, elementwise, holds_traced, numeric, result, scalar_of, traced, umath
+from .ufuncs import an_array, as_array, each, holds_traced, numeric, result, scalar_of, traced, umath
 from .values import apply, user_site
 
 _NO = np._NoValue
 
 
-def _nan_as(a, fill):
-    """``a`` with its NaN entries as ``fill``, an array (a loop for a large one)."""
+def _nan_as(a, fill, value=None):
+    """``a`` (an array: a loop for a large one) with its NaN entries as ``fill`` and, with
+    ``value``, every other entry as ``value``."""
     def one(v):
-        return apply("select", apply("isnan", v), fill, v) if traced((v,)) else (fill if v != v else v)
-    r = elementwise(one, (as_array(a) if isinstance(a, (list, tuple)) else a,))
-    return r if isinstance(r, (np.ndarray, LazyArray)) else as_array(r)
+        other = v if value is None else value
+        return apply("select", apply("isnan", v), fill, other) if traced((v,)) else (fill if v != v else other)
+    return an_array(each(one, a))
 
 
 def _count(a):
     """1.0 for each entry of ``a`` that is not NaN, else 0.0."""
-    def one(v):
-        return apply("select", apply("isnan", v), 0.0, 1.0) if traced((v,)) else float(v == v)
-    r = elementwise(one, (as_array(a) if isinstance(a, (list, tuple)) else a,))
-    return r if isinstance(r, (np.ndarray, LazyArray)) else as_array(r)
+    return _nan_as(a, 0.0, 1.0)
 
 
 def _refuse(name, **given):
@@ -68,7 +65,7 @@ def _extreme(name, ufunc):
         if not holds_traced([a, initial]):
             return original(numeric(a), axis, out, **_kw(keepdims=keepdims, initial=initial, where=where))
         _refuse(name, out=out, where=where)  # fmax/fmin ignore a NaN (all NaN: NaN, as numpy)
-        a = as_array(a) if not isinstance(a, (np.ndarray, LazyArray)) else a
+        a = an_array(a)
         return scalar_of(result(ufunc.reduce(a, axis, **_kw(keepdims=keepdims, initial=initial))))
     return f
 
@@ -123,7 +120,7 @@ def _var(a, axis, dtype, ddof, keepdims, correction):
         if ddof != 0:
             raise ValueError("ddof and correction can't be provided simultaneously.")
         ddof = correction
-    a = as_array(a) if not isinstance(a, (np.ndarray, LazyArray)) else a
+    a = an_array(a)
     d = _nan_as(a - _mean(a, axis, dtype, True), 0.0)
     n = _reduce(umath.add, _count(a), axis, None, keepdims)
     return _reduce(umath.add, d * d, axis, dtype, keepdims) / umath.maximum(n - ddof, 0.0)
@@ -144,7 +141,7 @@ def _average(a, axis=None, weights=None, returned=False, *, keepdims=_NO):
     weights cannot be tested, so there the result is inf or NaN (0 / 0)."""
     if not holds_traced([a, weights]):
         return np.average(numeric(a), axis, numeric(weights), returned, **_kw(keepdims=keepdims))
-    a = as_array(a) if not isinstance(a, (np.ndarray, LazyArray)) else a
+    a = an_array(a)
     keep = keepdims is not _NO and keepdims
     if weights is None:
         axes = range(a.ndim) if axis is None else np.atleast_1d(axis)

@@ -22,7 +22,7 @@ except ImportError:  # numpy < 2
 
 from ..errors import TraceError
 from .registry import register
-from .ufuncs import (_frompyfunc, as_array, elementwise, holds_traced, numeric, obj, refusing, result, scalar_of,
+from .ufuncs import (_frompyfunc, as_array, each, elementwise, holds_traced, numeric, obj, refusing, result, scalar_of,
                      traced)
 from .lazy import LazyArray, Unrollable
 from .values import Condition, TracedArray, Value, apply, builder, keeps_values, user_site, where
@@ -205,16 +205,11 @@ def _piecewise(x, condlist, funclist, *args, **kw):
     return result(r)
 
 
-def _each(fn, x):
-    """``fn`` (a function of one element) over a traced scalar or array (a loop: lazy.py)."""
-    return result(elementwise(fn, (obj(x),)))
-
-
 @register(np, "sinc")
 def _sinc(x):
     if not holds_traced([x]):
         return np.sinc(numeric(x))
-    return _each(_sinc1, x)
+    return each(_sinc1, x)
 
 
 def _sinc1(x):
@@ -249,7 +244,7 @@ def _nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
         return where(apply("isnan", v), nan, where(v > big, hi, where(v < -big, lo, v)))
     if not copy and isinstance(x, LazyArray):
         raise Unrollable(f"np.nan_to_num(..., copy=False) (in place) of an array at {user_site()}")
-    r = _each(one, x)
+    r = each(one, x)
     if not copy and isinstance(x, np.ndarray) and x.dtype == object:  # numpy's in-place form
         x.view(np.ndarray)[...] = r
         return x
@@ -262,7 +257,7 @@ def _angle(z, deg=False):
     if not holds_traced([z]):
         return np.angle(numeric(z), deg)
     scale = 180.0 / math.pi if deg else 1.0
-    return _each(lambda v: apply("atan2", 0.0, v) * scale if traced((v,)) else float(np.angle(v, deg)), z)
+    return each(lambda v: apply("atan2", 0.0, v) * scale if traced((v,)) else float(np.angle(v, deg)), z)
 
 
 @register(np, "linspace")
@@ -315,7 +310,7 @@ def _interp(x, xp, fp, left=None, right=None, period=None):
         return where(apply("isnan", t), t, where(t < xp[0], lo, r))  # nan stays nan, as in numpy
     if np.ndim(x) == 0 and not isinstance(x, np.ndarray):
         return one(x)
-    return _each(one, x)
+    return each(one, x)
 
 
 # -- functions that allocate float arrays ---------------------------------------------------------

@@ -299,6 +299,16 @@ def result(r):
     return r.view(TracedArray) if isinstance(r, np.ndarray) and r.dtype == object else r
 
 
+def each(fn, x):
+    """``fn`` (a function of one element) over a traced scalar or array (a loop: lazy.py)."""
+    return result(elementwise(fn, (obj(x),)))
+
+
+def an_array(x):
+    """``x`` as an array: a traced scalar or list as a TracedArray, an array (a loop) as it is."""
+    return x if isinstance(x, (np.ndarray, lazy.LazyArray)) else as_array(x)
+
+
 def scalar_of(r):
     """A result of no dimensions as numpy's functions give it for numbers: the number."""
     return r[()] if isinstance(r, np.ndarray) and r.ndim == 0 else r
