@@ -115,4 +115,73 @@ SYMGRAD_FN float symgrad_sech2f(float x) {
     return 4.0f * e / ((1.0f + e) * (1.0f + e));
 }
 
+
+/* math.fsum: the exactly rounded sum of p[0..n) (Shewchuk's partials, as CPython's fsum),
+ * computed in place in p. An infinity gives itself, inf - inf and NaN give NaN (where Python
+ * raises); a sum that overflows gives inf (where Python raises OverflowError). */
+SYMGRAD_FN double symgrad_fsum(int n, double *p) {
+    double special = 0.0;
+    int m = 0, k, i, j;
+    for (k = 0; k < n; ++k) {
+        double x = p[k];
+        if (isinf(x) || isnan(x)) { special += x; continue; }
+        for (i = 0, j = 0; j < m; ++j) {
+            double y = p[j];
+            if (fabs(x) < fabs(y)) { double t = x; x = y; y = t; }
+            double hi = x + y, lo = y - (hi - x);
+            if (lo != 0.0) p[i++] = lo;
+            x = hi;
+        }
+        p[i] = x;
+        m = i + 1;
+    }
+    if (special != 0.0 || isnan(special)) return special;
+    if (m == 0) return 0.0;
+    double hi = p[--m], lo = 0.0;
+    while (m > 0) {
+        double x = hi, y = p[--m];
+        hi = x + y;
+        lo = y - (hi - x);
+        if (lo != 0.0) break;
+    }
+    if (m > 0 && ((lo < 0.0 && p[m - 1] < 0.0) || (lo > 0.0 && p[m - 1] > 0.0))) {
+        double y = lo * 2.0, x = hi + y;
+        if (y == x - hi) hi = x;
+    }
+    return hi;
+}
+
+/* The same in float. */
+SYMGRAD_FN float symgrad_fsumf(int n, float *p) {
+    float special = 0.0f;
+    int m = 0, k, i, j;
+    for (k = 0; k < n; ++k) {
+        float x = p[k];
+        if (isinf(x) || isnan(x)) { special += x; continue; }
+        for (i = 0, j = 0; j < m; ++j) {
+            float y = p[j];
+            if (fabsf(x) < fabsf(y)) { float t = x; x = y; y = t; }
+            float hi = x + y, lo = y - (hi - x);
+            if (lo != 0.0f) p[i++] = lo;
+            x = hi;
+        }
+        p[i] = x;
+        m = i + 1;
+    }
+    if (special != 0.0f || isnan(special)) return special;
+    if (m == 0) return 0.0f;
+    float hi = p[--m], lo = 0.0f;
+    while (m > 0) {
+        float x = hi, y = p[--m];
+        hi = x + y;
+        lo = y - (hi - x);
+        if (lo != 0.0f) break;
+    }
+    if (m > 0 && ((lo < 0.0f && p[m - 1] < 0.0f) || (lo > 0.0f && p[m - 1] > 0.0f))) {
+        float y = lo * 2.0f, x = hi + y;
+        if (y == x - hi) hi = x;
+    }
+    return hi;
+}
+
 #endif

@@ -94,8 +94,9 @@ def trees(nvars):
 
 
 def batches(size):
-    """(style, strategy, trees) for one module: scalar arguments x, y, z or an array v."""
-    return st.tuples(st.sampled_from(["scalars", "array"]), st.sampled_from(["expression", "reverse"]),
+    """(style, strategy, trees) for one module: scalar arguments x, y, z or an array v; single-use
+    nodes printed inside their users ("inlined") or each a C statement ("statements")."""
+    return st.tuples(st.sampled_from(["scalars", "array"]), st.sampled_from(["inlined", "statements"]),
                      st.lists(trees(3), min_size=size, max_size=size))
 
 
@@ -506,7 +507,7 @@ def run_batch(style, strategy, trees_, seed, where, dtypes=("float64", "float32"
     mod = load(text, where)
     report = Report(functions=len(trees_), invalid=dropped)
     pts = rng.uniform(-2.0, 2.0, (points, 3))
-    opts = symgrad.Options(inline_limit=10**9 if strategy == "expression" else 0)
+    opts = symgrad.Options(max_inlined_nodes=0 if strategy == "statements" else symgrad.options.DEFAULT.max_inlined_nodes)
     valid_any = [False] * len(trees_)
     for dtype in dtypes:
         dt = np.dtype(dtype)

@@ -142,23 +142,19 @@ def _show(a, F):
         raise Usage(f"--derivative needs an order of at least 0, got {a.derivative}")
     G = F.hessian if a.hessian else F.jacobian if a.jacobian else F.grad if a.grad else \
         F.derivative(a.derivative) if a.derivative is not None else F
-    print(f"# {G.title}, traced program of {G.program.count_ops()} operations")
+    print(f"# {G.title}, traced program of {G.traced.count_ops()} operations")
     if G.loops:  # no closed form, no straight-line program to print
         print(f"# its arrays stayed loops (those of at least {F.options.loop_min_size} entries): "
               "--loop-min-size 0 shows it element by element")
     else:
-        before = G.symbolic()
-        after = G.optimized()
-        if not before.body or before.inlined(SHOW_LIMIT) is not None:
+        from .symbolic import to_sympy
+        before, after = G.derived(), G.optimized()
+        if to_sympy(after).inlined(SHOW_LIMIT) is not None:
             expr = G.expr
             print(sp.latex(expr) if a.latex else sp.pretty(expr, use_unicode=True))
         else:  # the closed form would explode: one assignment a line, like a jaxpr
-            from .realfns import standard
             print("# straight-line program (its closed form is too large to show):")
-            for t, e in after.body:
-                print(f"{t} = {sp.latex(standard(e)) if a.latex else standard(e)}")
-            for o in after.outputs:
-                print(f"{o.name} = {[standard(e) for e in o.exprs] if o.shape else standard(o.exprs[0])}")
+            print(after)
         print(f"# operations: {before.count_ops()} before optimisation, {after.count_ops()} after")
     if a.c or a.cuda:
         from .codegen import sources
@@ -181,7 +177,7 @@ def main(argv=None):
         fn = _load(a.function)
         F = symgrad.compile(fn, _shapes(a.shapes), dtype=a.dtype,
                             options=symgrad.Options(float32_math=a.float32_math, loop_min_size=a.loop_min_size))
-        F.program  # trace now: an untraceable function fails here, with its line
+        F.traced  # trace now: an untraceable function fails here, with its line
         (_generate if a.command == "generate" else _show)(a, F)
     except Usage as e:
         _fail(e, 2)

@@ -70,8 +70,18 @@ class Function:
 
     @property
     def program(self):
+        """The program this Function computes, in the IR (print it: one operation a line, like
+        a jaxpr): the traced program, or a derivative's own program (F.grad.program). Where
+        arrays stayed loops, a derivative's program is its traced one (loops are differentiated
+        as they are printed)."""
+        if not self._steps or self.loops:
+            return self.traced
+        return self.optimized()
+
+    @property
+    def traced(self):
         """The traced program (the IR) this Function is made from: where arrays stayed loops
-        that its derivatives cannot be taken of (loops.supports), the function traced unrolled."""
+        that its derivatives cannot be taken of (transforms/kinds.supports), the function traced unrolled."""
         return self._effective().program(self.name)
 
     def _effective(self):
@@ -80,7 +90,7 @@ class Function:
         if src is None:
             src, prog = self._source, self._source.program(self.name)
             if prog.has_loops:
-                from .loops import supports
+                from .transforms.kinds import supports
                 if not supports(prog, self._steps):
                     src = self._source.unrolled(self.name, self._what)
             self._effective_source = src
@@ -89,7 +99,7 @@ class Function:
     @property
     def loops(self):
         """Whether this Function's kernel runs loops (arrays kept as arrays, tracing/lazy.py)."""
-        return self.program.has_loops
+        return self.traced.has_loops
 
     @property
     def key(self):
@@ -97,7 +107,7 @@ class Function:
         value_and_grad kernel it runs, _runs)."""
         from . import build
         f = self._runs()
-        parts = (f.program.key, f.c_name, f._steps, str(f.dtype), f.options.key(), build.toolchain())
+        parts = (f.traced.key, f.c_name, f._steps, str(f.dtype), f.options.key(), build.toolchain())
         return hashlib.sha256(repr(parts).encode()).hexdigest()[:40]
 
     def _runs(self):
@@ -121,7 +131,7 @@ class Function:
         program of Options.large_kernel_ops operations or more, whose compile takes seconds.
         A small kernel's value costs memory traffic beside its gradient (examples/benchmark.py's
         memory-bound seed_grad was slower with it) and its compile is short: each pair keeps its own."""
-        return not self.loops and self.program.count_ops() >= self.options.large_kernel_ops
+        return not self.loops and self.traced.count_ops() >= self.options.large_kernel_ops
 
     @property
     def _optional(self):
@@ -130,30 +140,19 @@ class Function:
 
     def result_shapes(self):
         """Core shapes of the results, from the traced program (no sympy)."""
-        prog = self.program
-        outs, args = [o.shape for o in prog.outputs], [a.shape for a in prog.args]
-        for kind, nums in self._steps:
-            arg = [args[i] for i in nums]
-            if kind in ("grad", "value_and_grad", "hessian", "hvp") and (len(outs) != 1 or outs[0] != ()):
-                raise ValueError(f"{kind} needs a scalar-valued function, but it returns shape "
-                                 f"{outs[0] if len(outs) == 1 else outs}; use .jacobian for vector-valued "
-                                 "functions")
-            if kind == "hvp":
-                args = args + arg
-            stacked = (sum(math.prod(a) for a in arg),)
-            outs = {"grad": arg, "value_and_grad": [()] + arg, "jacobian": [o + a for o in outs for a in arg],
-                    "jacobian_stacked": [o + stacked for o in outs], "hvp": arg,
-                    "hessian": [a + b for a in arg for b in arg]}.get(kind, outs)
-        return outs
+        from .transforms.kinds import result_shapes
+        prog = self.traced
+        return result_shapes([o.shape for o in prog.outputs], [a.shape for a in prog.args], self._steps)
 
-    def symbolic(self):
-        """This Function's results as a sympy program (derivatives taken, not optimised).
-        A gradient program is made once per Source (Source.derived): the one taken for
-        F.grad is the one F.value_and_grad, F.hessian and F.hvp build on."""
+    def derived(self):
+        """This Function's results as a Program (the IR; derivatives taken, not optimised), or
+        for a function whose arrays stayed loops its loops.LoopProgram. A gradient program is
+        made once per Source (Source.derived): the one taken for F.grad is the one
+        F.value_and_grad and F.hvp build on."""
         src = self._effective()
-        if src.program(self.name).has_loops:
+        prog = src.program(self.name)
+        if prog.has_loops:
             return self._loop_symbolic(src)
-        prog = src.symbolic(self.name)
         for i, (kind, nums) in enumerate(self._steps):
             prog = self._step(prog, kind, nums, self._steps[:i])
         return prog
@@ -170,58 +169,50 @@ class Function:
         return lp
 
     def _step(self, prog, kind, nums, before):
-        """One derivative of ``prog``, the program of the steps ``before``."""
-        from . import differentiate as D
-        limit = self.options.inline_limit
+        """One derivative of ``prog``, the program of the steps ``before``: built by its kind
+        (transforms/kinds.py); the value-and-gradient program of a Source is made once
+        (Source.derived), and F.grad, F.value_and_grad and F.hvp build on it."""
+        from .transforms import derive
+        from .transforms.kinds import kind as kind_of
+        fn = self
 
-        def gradient():
-            def make():
-                with stage(self.c_name, "differentiate", expect=self._expect("differentiate")):
-                    return D.grad(prog, nums, limit)
-            return self._source.derived((before + (("grad", nums),), limit), make)
-        if kind == "grad":
-            return gradient()
-        if kind == "value_and_grad":
-            return D.with_value(prog, gradient(), limit)
-        if kind == "hvp":
-            return D.hvp(prog, nums, limit, gradient())
-        g = gradient() if kind == "hessian" else None
+        class Context:
+            @staticmethod
+            def value_and_grad():
+                return fn._source.derived(before + (("value_and_grad", nums),),
+                                          lambda: derive.grad(prog, nums, with_value=True))
         with stage(self.c_name, "differentiate", expect=self._expect("differentiate")):
-            if kind == "hessian":
-                return D.hessian(prog, nums, limit, g)
-            if kind in ("jacobian", "jacobian_stacked"):
-                return D.jacobian(prog, nums, limit, stack=kind == "jacobian_stacked")
-            return D.nth(prog, int(kind[1:]), nums[0], limit)
+            return kind_of(kind).build(prog, nums, Context)
 
     def _expect(self, what):
         """(operations, seconds) expected of a stage: the traced program's size, about doubled
         by each derivative taken, at that stage's rate (for the progress lines only)."""
         def expect():
-            ops = self.program.count_ops() * 2.2 ** len(self._steps)
+            ops = self.traced.count_ops() * 2.2 ** len(self._steps)
             return int(ops), RATES[what] * ops
         return expect
 
     def optimized(self):
-        """This Function's results as an optimised sympy program (what every target prints).
+        """This Function's results as an optimised Program (what every target prints).
         A gradient's is its value_and_grad kernel's without the value (_runs): the standalone
         C prints the statements of the in-process kernel (the same bits, libm permitting)."""
         with self._lock:
             if self._optimized is None:
                 from .errors import CompileError
-                from .optimize import optimize, only
+                from .transforms.optimize import optimize, only
                 shapes = self.result_shapes()
                 if self._runs() is not self:
                     full = self._runs().optimized()
                     self._optimized = only(full, full.outputs[len(full.outputs) - len(shapes):])
                     return self._optimized
-                prog = self.symbolic()
+                prog = self.derived()
                 if [o.shape for o in prog.outputs] != shapes:
                     raise CompileError(f"{self.c_name}: results of shapes {[o.shape for o in prog.outputs]}"
                                        f", expected {shapes} (a bug in symgrad)")
                 if self.loops:  # common subexpressions are shared as it is printed
                     self._optimized = prog
                     return prog
-                with stage(self.c_name, "optimize", lambda: f" ({len(prog.body)} assignments)",
+                with stage(self.c_name, "optimize", lambda: f" ({prog.count_ops()} operations)",
                            self._expect("optimize")):
                     self._optimized = optimize(prog, self.options)
             return self._optimized
@@ -229,12 +220,8 @@ class Function:
     @property
     def title(self):
         """What this Function computes, in words (for comments and documentation)."""
-        what = {"value": "", "grad": "gradient of ", "value_and_grad": "value and gradient of ",
-                "jacobian": "Jacobian of ", "jacobian_stacked": "stacked Jacobian of ", "hessian": "Hessian of ",
-                "hvp": "Hessian-vector product of "}
-        kinds = [k for k, _ in self._steps]
-        words = "".join(what.get(k, f"derivative {k[1:]} of ") for k in reversed(kinds))
-        return f"{words}{self.py_name}({', '.join(n for n, _ in self.args)})"
+        from .transforms.kinds import title
+        return title(self._steps, f"{self.py_name}({', '.join(n for n, _ in self.args)})")
 
     @property
     def kernel(self):
@@ -273,7 +260,7 @@ class Function:
         if self.loops:
             f = self.__dict__.get("_elementwise")
             if f is None:
-                held = sum(d.size for d in self.program.data)
+                held = sum(d.size for d in self.traced.data)
                 why = (f"standalone source has no loops, so the {held} entries of its closed-over data are "
                        "printed into it as constants" if held else
                        "standalone source has no loops, so its array operations are printed entry by entry")
@@ -325,8 +312,8 @@ class Function:
                     with stage(f.c_name, "C compile", lambda: f" ({k.ops} operations)",
                                lambda: (k.ops, C_COMPILE_BASE + RATES["C compile"] * k.ops)):
                         lib = build.build(key, k.source, k.cdecl, parts=k.parts, extra_flags=k.cflags, meta=meta)
-                if self.program.data:
-                    calling.bind_data(lib, key, self.c_name, self.program.data)
+                if self.traced.data:
+                    calling.bind_data(lib, key, self.c_name, self.traced.data)
                 shapes = [tuple(s) for s in cache.library_meta(lib)["results"]]
                 skip = len(shapes) - len(self.result_shapes())  # the value, where F.grad runs F.value_and_grad's kernel
                 self._plan = calling.Plan(f.c_name, self.args, shapes[skip:], self.dtype, self._structure, lib,
@@ -353,8 +340,9 @@ class Function:
         import sympy as sp
 
         from .realfns import standard
+        from .symbolic import to_sympy
         self._no_loops("a closed form (.expr)")
-        prog = self.symbolic()
+        prog = to_sympy(self.derived())
         flat = [standard(e) for e in prog.inlined()]
         outs, k = [], 0
         for o in prog.outputs:
@@ -559,7 +547,7 @@ class Function:
             raise TypeError(f"cannot pickle {self.py_name}: a method's Function is pickled bound to an "
                             f"instance (pickle obj.{self.py_name}, not the class attribute)")
         state = {"name": self.py_name, "dtype": str(self.dtype), "args": self.args, "options": self.options,
-                 "steps": self._steps, "structure": self._structure, "program": self.program}
+                 "steps": self._steps, "structure": self._structure, "program": self.traced}
         runs = self._runs()
         if runs._kernel is not None:
             state["kernel"] = (runs._kernel_bits, runs._kernel)

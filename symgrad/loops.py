@@ -8,7 +8,7 @@ partial derivative by slot i is the sum of the body's partial derivative, anothe
 work is proportional to the body, not to the data. The gradient by a large argument (one
 the loops read entry by entry) is a scatter: adjoint of the sum times the body's partial
 derivative by each read, added at the entry read. Derivatives the loop form does not cover
-(``supports``) are taken of the program traced again unrolled (Function)."""
+(transforms/kinds.supports) are taken of the program traced again unrolled (Function)."""
 from __future__ import annotations
 
 import math
@@ -163,53 +163,6 @@ def from_program(prog) -> LoopProgram:
 # Closed forms (loop bodies and the straight-line code) are sympy trees: a program whose trees
 # would exceed this many operations (an array updated step after step reads itself 3^k times)
 # is taken of the unrolled trace, whose straight-line body shares them.
-MAX_TREE = 20_000
-
-
-def tree_size(prog):
-    """Operations of the largest closed form the loop form would build of ``prog``."""
-    size = []
-    for n in prog.nodes:
-        size.append(1 if n[0] in ("const", "arg", "read", "sum") else 1 + sum(size[j] for j in n[1:]))
-    bodies = [size[n[1]] for n in prog.nodes if n[0] == "sum"]
-    return max(bodies + [size[r] for o in prog.outputs for r in o.refs] + [0])
-
-
-def supports(prog, steps) -> bool:
-    """Whether the loop form takes these derivative steps of ``prog`` (a traced Program)."""
-    if tree_size(prog) > MAX_TREE:
-        return False
-    large = {n[2] for n in prog.nodes if n[0] == "read" and n[1] == "a"}
-    shape = [a.shape for a in prog.args]
-    outs = ["map" if o.loops else "scalar" if o.shape == () else "plain" for o in prog.outputs]
-
-    def small(i, o="scalar"):
-        return "scalar" if o == "scalar" and shape[i] == () else "plain"
-    for step, (kind, nums) in enumerate(steps):
-        big = any(i in large for i in nums)
-        if big and step:  # a second derivative by a large argument
-            return False
-        if kind in ("grad", "value_and_grad"):
-            if outs != ["scalar"]:
-                return False
-            outs = (["scalar"] if kind == "value_and_grad" else []) + \
-                ["scatter" if i in large else small(i) for i in nums]
-        elif kind == "jacobian":
-            if "scatter" in outs or (big and outs != ["scalar"]):
-                return False
-            outs = ["scatter" if i in large else "map" if o == "map" else small(i, o) for o in outs for i in nums]
-        elif kind in ("hessian", "hvp"):
-            if outs != ["scalar"] or big:
-                return False
-            outs = ["plain"] * (len(nums) ** 2 if kind == "hessian" else len(nums))
-        elif kind[:1] == "d" and kind[1:].isdigit():
-            if big or "scatter" in outs:
-                return False
-        else:
-            return False
-    return True
-
-
 def _scalar(lp, what):
     if len(lp.outputs) != 1 or lp.outputs[0].kind != "plain" or lp.outputs[0].shape != ():
         raise NotLoopable(f"{what} of a function with loops needs one scalar result")

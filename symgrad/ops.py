@@ -17,7 +17,8 @@ BINARY = ("add", "sub", "mul", "div", "pow", "atan2", "copysign", "mod", "fmod",
 COMPARE = ("lt", "le", "gt", "ge", "eq", "ne", "isnan", "isinf", "isfinite")
 LOGIC = ("and", "or", "not")
 # ("select", c, a, b): a where condition c holds, else b. ("hypot", *xs): sqrt of the sum of squares.
-OTHER = ("select", "hypot")
+# ("fsum", *xs): their exactly rounded sum (math.fsum).
+OTHER = ("select", "hypot", "fsum")
 
 # math module function -> op of the same arguments.
 MATH = {name: name for name in ELEMENTARY + ("floor", "ceil", "trunc", "atan2", "copysign", "pow", "fmod",

@@ -10,13 +10,10 @@ from dataclasses import dataclass
 class Options:
     """How symgrad differentiates, optimises and prints a function.
 
-    ``symgrad.compile(f, options=symgrad.Options(inline_limit=0))`` picks other values for
+    ``symgrad.compile(f, options=symgrad.Options(max_segment=200))`` picks other values for
     one Function; ``DEFAULT`` is used otherwise."""
 
-    # Closed-form trees up to this many operations are differentiated as whole expressions
-    # (sympy diff + CSE); larger programs by reverse accumulation over the straight-line body.
-    inline_limit: int = 300
-    # A temporary used once is substituted into its user while the result stays this small.
+    # A node used once is printed inside the expression that uses it while that stays this small.
     max_inlined_nodes: int = 48
     # Integer powers up to this exponent print as multiplications (exact, no pow call).
     max_mul_pow: int = 16

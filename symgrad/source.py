@@ -148,8 +148,8 @@ class Source:
                                    "new: compile the function again (symgrad.compile) after changing its data")
 
     def derived(self, key, compute):
-        """The gradient program ``key`` ((steps, inline limit)) of this Source, kept for this
-        Source's life: F.grad, F.value_and_grad, F.hessian and F.hvp build on one (two threads
+        """The value-and-gradient program ``key`` (the steps) of this Source, kept for this
+        Source's life: F.grad, F.value_and_grad and F.hvp build on one (two threads
         asking at once may both compute it; the first one kept is the one every caller gets)."""
         with self._lock:
             prog = self._derived.get(key)

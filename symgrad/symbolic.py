@@ -299,6 +299,8 @@ OPS = {
     "lgamma": sp.loggamma, "atan2": sp.atan2,
     "degrees": lambda a: a * (180 / sp.pi), "radians": lambda a: a * (sp.pi / 180),
     "hypot": lambda *xs: hypot(*xs) if len(xs) == 2 else sp.sqrt(sp.Add(*[x * x for x in xs])),
+    "fsum": lambda *xs: sp.Add(*xs),
+    "sech2": R.Sech2, "polygamma": lambda m, x: sp.polygamma(m, x),
     "lt": _relation(sp.Lt), "le": _relation(sp.Le), "gt": _relation(sp.Gt), "ge": _relation(sp.Ge),
     "eq": _relation(sp.Eq), "ne": _relation(sp.Ne, negate=True),
     "isnan": R.IsNan, "isinf": R.IsInf, "isfinite": lambda a: sp.Not(R.IsNan(a) | R.IsInf(a)),

@@ -15,7 +15,8 @@ import re
 from dataclasses import dataclass
 
 from ..runtime import csrc_dir
-from .printer import Printer, check_real, segment_lines
+from .c import Printer
+from .schedule import segment_lines
 from .schedule import schedule
 from .target import TARGETS
 
@@ -37,7 +38,6 @@ class Emitter:
     batch_doc = "n points one after another, point i of each array at array + i * (its entries)"
 
     def __init__(self, prog, name, target, options, title):
-        check_real(prog, name)
         self.sched = schedule(prog, name, options)
         self.target, self.options, self.title = target, options, title
         self.printer = Printer(self.sched.names, target, options)
@@ -125,7 +125,7 @@ class Emitter:
 
 
 _HELPERS = ("symgrad_polygamma", "symgrad_mod", "symgrad_modf", "symgrad_floordiv", "symgrad_floordivf",
-            "symgrad_sech2", "symgrad_sech2f")
+            "symgrad_sech2", "symgrad_sech2f", "symgrad_fsum", "symgrad_fsumf")
 
 
 def render_c99(prog, name, target, options, title) -> Unit:

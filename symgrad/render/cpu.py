@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import math
 
-from .printer import Printer, check_real, segment_lines
+from .c import Printer
+from .schedule import segment_lines
 from .schedule import schedule
 from .target import Kernel
 
@@ -25,7 +26,6 @@ def render(prog, name, target, vector_bits, options, title=None, optional=0) -> 
     wide = vector_bits >= 512 and all(a.size == 1 for a in prog.args) and all(o.size == 1 for o in prog.outputs)
     if wide:
         target = target.widened()
-    check_real(prog, name)
     sched = schedule(prog, name, options, fixed_group=4)
     T = target.real
     args, res = [a.name for a in sched.args], [r.name for r in sched.results]

@@ -1,18 +1,17 @@
-"""One printer for every target: sympy's C99 printer with symgrad's conventions.
+"""sympy's C99 printer with symgrad's conventions, for the kernels of programs whose arrays
+stayed loops (render/loops.py prints their sympy form). Every other kernel is printed from
+the IR through the op table (render/c.py).
 
-Expressions print the same for the in-process CPU kernel, standalone C99 and CUDA; what
-differs (the number type of the arithmetic, so the suffix of math functions) comes from the
-Target. The
-printer never post-processes its own output."""
+What differs between targets (the number type of the arithmetic, so the suffix of math
+functions) comes from the Target. The printer never post-processes its own output."""
 from __future__ import annotations
 
 import sympy as sp
 from sympy.codegen.ast import float32, real
-from sympy.codegen.cfunctions import exp2, expm1, hypot, log1p, log2, log10
 from sympy.printing.c import C99CodePrinter
 
 from ..errors import CompileError
-from ..realfns import Recip, RealFunction
+from ..realfns import Recip
 
 
 class Printer(C99CodePrinter):
@@ -164,59 +163,3 @@ CALLS = {"Floor": "floor", "Ceiling": "ceil", "Trunc": "trunc", "Log": "log", "A
          "Mod": "symgrad_mod", "FloorDiv": "symgrad_floordiv"}
 for _cls, _fn in CALLS.items():
     setattr(Printer, f"_print_{_cls}", lambda self, e, _fn=_fn: self._call(_fn, e))
-
-
-# What may reach the printer: real arithmetic, real functions, conditions. Anything else
-# (I, re, im, arg, zoo, an unevaluated Derivative) means a rule upstream left the reals.
-_REAL = (sp.Symbol, sp.Integer, sp.Rational, sp.Float, sp.Add, sp.Mul, sp.Pow, sp.Piecewise,
-         sp.functions.elementary.piecewise.ExprCondPair, sp.core.relational.Relational,
-         sp.logic.boolalg.BooleanFunction, sp.logic.boolalg.BooleanAtom, RealFunction, sp.Abs, sp.sign,
-         sp.sin, sp.cos, sp.tan, sp.asin, sp.acos, sp.atan, sp.atan2, sp.sinh, sp.cosh, sp.tanh,
-         sp.asinh, sp.acosh, sp.atanh, sp.exp, sp.log, sp.erf, sp.erfc, sp.gamma, sp.loggamma,
-         sp.polygamma, sp.Heaviside, sp.DiracDelta, hypot, expm1, exp2, log1p, log2, log10)
-_REAL_ATOMS = (sp.core.numbers.NaN, sp.core.numbers.Infinity, sp.core.numbers.NegativeInfinity,
-               sp.core.numbers.Pi, sp.core.numbers.Exp1, sp.core.numbers.EulerGamma)
-
-
-def check_real(prog, name):
-    """Raise CompileError unless every expression is real arithmetic symgrad can print."""
-    seen = set()
-    stack = [e for _, e in prog.body] + prog.output_exprs()
-    while stack:
-        e = stack.pop()
-        if e in seen:
-            continue
-        seen.add(e)
-        if isinstance(e, _REAL_ATOMS) or (isinstance(e, _REAL) and not isinstance(e, sp.Number)) or \
-                (isinstance(e, sp.Number) and e.is_extended_real):
-            stack.extend(e.args)
-            continue
-        raise CompileError(f"{name}: the derivative holds {type(e).__name__} ({e}), which is not a real "
-                           "function symgrad can print; this is a bug in symgrad, please report it")
-
-
-def segment_lines(sched, i, printer, stride=1, indent="    "):
-    """The C statements of segment ``i`` of a schedule: every input and earlier temporary it
-    reads is loaded once, up front (the statements then touch no memory but their own
-    results); each temporary is a ``const`` local (of the target's arithmetic type, which can
-    be wider than the arguments'), stored to the scratch array ``sg_t`` too if a later
-    segment reads it. Entry k of an argument or result, and slot k of the scratch,
-    sit at [k*stride] (stride: the SIMD lanes of a CPU block, or 1)."""
-    T, seg = printer.target.math, sched.segments[i]
-    used = set().union(*[e.free_symbols for _, e in seg]) if seg else set()
-    lines = []
-    for s, (a, k) in sched.inputs.items():
-        if s in used:
-            lines.append(f"{indent}const {T} {sched.names[s]} = {sched.args[a].name}[{k * stride}];")
-    order = {t: k for k, t in enumerate(sched.names)}
-    for t in sorted((t for t in used if sched.home.get(t, i) < i), key=order.get):
-        lines.append(f"{indent}const {T} {sched.names[t]} = sg_t[{sched.slots[t] * stride}];")
-    for t, e in seg:
-        if isinstance(t, tuple):
-            r, k = t
-            lines.append(f"{indent}{sched.results[r].name}[{k * stride}] = {printer.doprint(e)};")
-        else:
-            lines.append(f"{indent}const {T} {sched.names[t]} = {printer.doprint(e)};")
-            if t in sched.slots:
-                lines.append(f"{indent}sg_t[{sched.slots[t] * stride}] = {sched.names[t]};")
-    return lines

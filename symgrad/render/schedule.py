@@ -11,13 +11,14 @@ import keyword
 import re
 from dataclasses import dataclass
 
-import sympy as sp
-from sympy.printing.c import C99CodePrinter
-
 from ..errors import CompileError
+from .c import lower
 
 # Kernel-internal C names are "n", "i", "t<k>" and "sg_*"; user names are kept clear of them.
-_C_RESERVED = set(C99CodePrinter.reserved_words) | {"n", "i", "restrict", "inline", "int64_t", "NAN", "INFINITY"}
+_C_WORDS = ("auto break case char const continue default do double else enum extern float for goto if int long "
+            "register return short signed sizeof static struct switch typedef union unsigned void volatile while "
+            "_Bool _Complex _Imaginary")
+_C_RESERVED = set(_C_WORDS.split()) | {"n", "i", "restrict", "inline", "int64_t", "NAN", "INFINITY"}
 
 
 @dataclass(frozen=True)
@@ -62,11 +63,12 @@ def cname(name, taken, prefix=""):
     return base
 
 
-def schedule(prog, name, options, fixed_group=0) -> Schedule:
-    """The schedule of an optimised program. With ``fixed_group`` k > 0, a result's entries
+def schedule(program, name, options, fixed_group=0) -> Schedule:
+    """The schedule of an optimised Program (lowered here: render/c.py). With ``fixed_group`` k > 0, a result's entries
     are taken k at a time and a group of numbers only (the zeros of a sparse Hessian) gets no
     statement: the emitter writes it from a table (the CPU kernel, whose 4x4 transposes
     move entries in groups of four)."""
+    prog = lower(program, options)
     for o in prog.outputs:
         if o.size == 0:
             raise CompileError(f"result {o.name!r} has no entries (shape {o.shape}); return at least "
@@ -93,9 +95,7 @@ def schedule(prog, name, options, fixed_group=0) -> Schedule:
             seen.add(names[s])
             inputs[s] = (a, k)
     names.update({t: f"t{k}" for k, (t, _) in enumerate(prog.body)})
-    calls = sum(1 for e in prog.output_exprs() + [e for _, e in prog.body]
-                for x in sp.preorder_traversal(e) if isinstance(x, sp.Function)
-                or (isinstance(x, sp.Pow) and not x.exp.is_Integer))
+    calls = prog.count_calls()
     return Schedule(name, args, results, names, inputs, tuple(tuple(s) for s in segments), home, slots, fixed,
                     prog.count_ops(), calls)
 
@@ -127,3 +127,30 @@ def _segments(stmts, temps, limit):
         loads |= new
     segs.append(current)
     return segs
+
+
+def segment_lines(sched, i, printer, stride=1, indent="    "):
+    """The C statements of segment ``i`` of a schedule: every input and earlier temporary it
+    reads is loaded once, up front (the statements then touch no memory but their own
+    results); each temporary is a ``const`` local (of the target's arithmetic type, which can
+    be wider than the arguments'), stored to the scratch array ``sg_t`` too if a later
+    segment reads it. Entry k of an argument or result, and slot k of the scratch,
+    sit at [k*stride] (stride: the SIMD lanes of a CPU block, or 1)."""
+    T, seg = printer.target.math, sched.segments[i]
+    used = set().union(*[e.free_symbols for _, e in seg]) if seg else set()
+    lines = []
+    for s, (a, k) in sched.inputs.items():
+        if s in used:
+            lines.append(f"{indent}const {T} {sched.names[s]} = {sched.args[a].name}[{k * stride}];")
+    order = {t: k for k, t in enumerate(sched.names)}
+    for t in sorted((t for t in used if sched.home.get(t, i) < i), key=order.get):
+        lines.append(f"{indent}const {T} {sched.names[t]} = sg_t[{sched.slots[t] * stride}];")
+    for t, e in seg:
+        if isinstance(t, tuple):
+            r, k = t
+            lines.append(f"{indent}{sched.results[r].name}[{k * stride}] = {printer.doprint(e)};")
+        else:
+            lines.append(f"{indent}const {T} {sched.names[t]} = {printer.doprint(e)};")
+            if t in sched.slots:
+                lines.append(f"{indent}sg_t[{sched.slots[t] * stride}] = {sched.names[t]};")
+    return lines

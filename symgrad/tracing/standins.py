@@ -68,6 +68,14 @@ def _fold(original, combine, start):
     return f
 
 
+@functools.wraps(math.fsum)
+def _fsum(iterable):
+    xs = list(iterable)
+    if not traced(xs):
+        return math.fsum(xs)
+    return apply("fsum", *xs) if len(xs) > 1 else apply("add", xs[0], 0.0)
+
+
 def _log(x, base=None):
     x = _scalar(x, math.log)
     if base is None:
@@ -103,7 +111,7 @@ def _math():
         if original is not None:
             table[original] = functools.wraps(original)(
                 lambda *a, _f=f, _o=original: _f(*a) if traced(_flat(a)) else _o(*a))
-    table[math.fsum] = _fold(math.fsum, lambda a, b: a + b, 0)
+    table[math.fsum] = _fsum
     table[math.prod] = _fold(math.prod, lambda a, b: a * b, 1)
     for name in ("isclose", "modf", "frexp",
                  "factorial", "comb", "perm", "gcd", "lcm", "isqrt", "nextafter", "ulp", "sumprod"):

@@ -120,7 +120,7 @@ def test_jacobian_by_argument_and_stacked_as_curve_fit_wants():
     assert V.jacobian_wrt(stack=True)(np.stack([x, x]), w).shape == (2, 3, 4)
 
 
-def test_hvp_is_the_hessian_times_the_vector(strategy):
+def test_hvp_is_the_hessian_times_the_vector():
     def f(x, y):
         return sum(math.sin(x[i] * x[i + 1]) * y for i in range(3)) + x[0] ** 4 * y ** 2
 
@@ -148,8 +148,8 @@ def test_hvp_program_grows_linearly():
 
     sizes = {}
     for n in (20, 40):
-        F = symgrad.compile(chain, shapes=[(n,)], options=symgrad.Options(inline_limit=0))
-        sizes[n] = len(F.hvp.optimized().body)
+        F = symgrad.compile(chain, shapes=[(n,)])
+        sizes[n] = F.hvp.optimized().count_ops()
         x, v = np.linspace(-1, 1, n), np.cos(np.arange(n))
         np.testing.assert_allclose(F.hvp(x, v), F.hessian(x) @ v, rtol=1e-12, atol=1e-12)
     assert sizes[40] < 2.3 * sizes[20]  # a dense Hessian would be 4x

@@ -193,7 +193,7 @@ def test_cli_show(tmp_path, module):
     (tmp_path / "big.py").write_text("import sys\nsys.path.insert(0, " + repr(os.path.join(ROOT, "examples"))
                                      + ")\nimport bench_cases\ndef lj(p):\n    return bench_cases.lj(p, 8)\n")
     r = cli("show", f"{tmp_path / 'big.py'}:lj", "--shapes", "(24,)", "--grad", cwd=tmp_path)
-    assert r.returncode == 0 and "straight-line program" in r.stdout and "d_p = [" in r.stdout
+    assert r.returncode == 0 and "straight-line program" in r.stdout and "d_p[24] = [" in r.stdout
 
 
 def test_generate_writes_nothing_when_it_fails(tmp_path, module):

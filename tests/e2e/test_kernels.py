@@ -10,14 +10,13 @@ import sympy as sp
 import symgrad
 from symgrad import build
 from symgrad.calling import Stores as _Stores
-from symgrad.optimize import optimize
 from symgrad.options import DEFAULT
 from symgrad.render import TARGETS, render
 
 
 def compiled(F, vector_bits):
     """The batch entry point of Function F's kernel rendered for ``vector_bits``-bit blocks."""
-    k = render(optimize(F.symbolic(), F.options), F.c_name, TARGETS["cpu", str(F.dtype)], vector_bits, F.options)
+    k = render(F.optimized(), F.c_name, TARGETS["cpu", str(F.dtype)], vector_bits, F.options)
     mod = build.build(f"{F.key}_{vector_bits}", k.source, k.cdecl, parts=k.parts, extra_flags=k.cflags)
     return k, mod.ffi, getattr(mod.lib, F.c_name + "_batch")
 

@@ -225,7 +225,8 @@ def test_small_arrays_keep_the_unrolled_program():
     U = symgrad.compile(rosen, shapes=[(8,)], options=UNROLLED)
     assert not F.grad.loops and F.program.count_ops() == U.program.count_ops()
     x = np.linspace(-1.0, 1.5, 8)
-    assert np.array_equal(F.value_and_grad(x)[1], U.value_and_grad(x)[1]) and F(x) == U(x)
+    assert F(x) == U(x)  # the same program, its nodes in another order: adjoints summed in another order
+    np.testing.assert_allclose(F.value_and_grad(x)[1], U.value_and_grad(x)[1], rtol=1e-15, atol=0)
 
 
 def test_an_operation_loops_do_not_cover_falls_back_with_a_warning(caplog):

@@ -10,7 +10,7 @@ void small_value(const double *restrict a_x, const double *restrict a_v, double 
     const double sg_v_x = a_x[0];
     const double sg_v_v_0_ = a_v[0];
     const double sg_v_v_1_ = a_v[1];
-    out[0] = sg_v_v_0_*sin(sg_v_x) + (((sg_v_v_1_ > sg_v_x) ? ((sg_v_v_1_*sg_v_v_1_)) : (log(sg_v_x))))/3.0;
+    out[0] = ((sin(sg_v_x) * sg_v_v_0_) + (((sg_v_v_1_ > sg_v_x) ? (sg_v_v_1_*sg_v_v_1_) : log(sg_v_x)) / 3.0));
 }
 
 void small_value_batch(int64_t n, const double *restrict a_x, const double *restrict a_v, double *restrict out) {
@@ -25,10 +25,10 @@ void small_grad(const double *restrict a_x, const double *restrict a_v, double *
     const double sg_v_x = a_x[0];
     const double sg_v_v_0_ = a_v[0];
     const double sg_v_v_1_ = a_v[1];
-    const double t0 = sg_v_v_1_ > sg_v_x;
-    d_x[0] = sg_v_v_0_*cos(sg_v_x) + (((t0) ? (0) : (1.0/sg_v_x)))/3.0;
+    const double t0 = (sg_v_v_1_ > sg_v_x);
+    d_x[0] = ((t0 ? 0.0 : ((1.0 / sg_v_x) / 3.0)) + (sg_v_v_0_ * cos(sg_v_x)));
     d_v[0] = sin(sg_v_x);
-    d_v[1] = (((t0) ? (2*sg_v_v_1_) : (0)))/3.0;
+    d_v[1] = (t0 ? ((2.0 * sg_v_v_1_) / 3.0) : 0.0);
 }
 
 void small_grad_batch(int64_t n, const double *restrict a_x, const double *restrict a_v, double *restrict d_x, double *restrict d_v) {

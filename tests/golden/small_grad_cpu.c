@@ -5,10 +5,10 @@ SYMGRAD_ALWAYS_INLINE void small_grad_s0(const double *restrict a_x, const doubl
     const double sg_v_x = a_x[0];
     const double sg_v_v_0_ = a_v[0];
     const double sg_v_v_1_ = a_v[4];
-    const double t0 = sg_v_v_1_ > sg_v_x;
-    d_x[0] = sg_v_v_0_*cos(sg_v_x) + (((t0) ? (0) : (1.0/sg_v_x)))/3.0;
+    const double t0 = (sg_v_v_1_ > sg_v_x);
+    d_x[0] = ((t0 ? 0.0 : ((1.0 / sg_v_x) / 3.0)) + (sg_v_v_0_ * cos(sg_v_x)));
     d_v[0] = sin(sg_v_x);
-    d_v[4] = (((t0) ? (2*sg_v_v_1_) : (0)))/3.0;
+    d_v[4] = (t0 ? ((2.0 * sg_v_v_1_) / 3.0) : 0.0);
 }
 
 static inline void small_grad_l0(const double *restrict a_x, const double *restrict a_v, double *restrict d_x, double *restrict d_v, double *restrict sg_t) {
@@ -23,6 +23,16 @@ static inline void small_grad_block(const double *restrict a_x, const double *re
     symgrad_transpose_double(a_v, 2, sg_soa_a_v, 4);
     small_grad_l0(a_x, sg_soa_a_v, d_x, sg_soa_d_v, sg_t);
     symgrad_untranspose_double(sg_soa_d_v + 0, 2, 2, d_v + 0, 4);
+}
+
+static void small_grad_tiles(int64_t sg_lo, int64_t sg_hi, int sg_nt, const double *restrict a_x, const double *restrict a_v, double *restrict d_x, double *restrict d_v) {
+    double sg_tile_d_x[40];
+    double sg_tile_d_v[80];
+    for (int64_t sg_i = sg_lo; sg_i < sg_hi; ++sg_i) {
+        for (int sg_b = 0; sg_b < 10; ++sg_b) small_grad_block(a_x + (sg_i*40 + sg_b*4)*1, a_v + (sg_i*40 + sg_b*4)*2, sg_tile_d_x + sg_b*4, sg_tile_d_v + sg_b*8, 0);
+        symgrad_stream_double(d_x + sg_i*40, sg_tile_d_x, 40, sg_nt);
+        symgrad_stream_double(d_v + sg_i*80, sg_tile_d_v, 80, sg_nt);
+    }
 }
 
 static void small_grad_tail(int64_t sg_r, const double *a_x, const double *a_v, double *d_x, double *d_v) {
@@ -42,15 +52,21 @@ void small_grad(const double *a_x, const double *a_v, double *d_x, double *d_v) 
 void small_grad_batch(int64_t n, int sg_mode, const double *a_x, const double *a_v, double *d_x, double *d_v) {
     int64_t sg_done = 0;
     const int sg_serial = (sg_mode & 4) != 0;
+    if (sg_mode & 3) {
+        const int64_t sg_par_min = sg_serial ? INT64_MAX : 1, sg_nb = n / 40;
+        const int sg_nt = (sg_mode & 3) == 1;
+        SYMGRAD_RANGES(small_grad_tiles(sg_lo, sg_hi, sg_nt, a_x, a_v, d_x, d_v))
+        sg_done = sg_nb * 40;
+    }
     {
-        const int64_t sg_par_min = sg_serial ? INT64_MAX : 2941, sg_nb = (n - sg_done) / 4;
+        const int64_t sg_par_min = sg_serial ? INT64_MAX : 4545, sg_nb = (n - sg_done) / 4;
         SYMGRAD_BLOCKS(small_grad_block(a_x + (sg_done + sg_b*4)*1, a_v + (sg_done + sg_b*4)*2, d_x + (sg_done + sg_b*4)*1, d_v + (sg_done + sg_b*4)*2, 1))
         sg_done += sg_nb * 4;
     }
     if (n > sg_done) small_grad_tail(n - sg_done, a_x + sg_done*1, a_v + sg_done*2, d_x + sg_done*1, d_v + sg_done*2);
 }
 
-int small_grad_streams(void) { return 0; }
+int small_grad_streams(void) { return 1; }
 
 /* declarations */
 void small_grad(const double *a_x, const double *a_v, double *d_x, double *d_v);

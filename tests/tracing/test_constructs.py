@@ -57,11 +57,10 @@ def mp_table(exprs, syms, *cols):
     return np.stack([mp_eval(e, syms, *cols) for e in exprs], axis=-1)
 
 
-# symgrad differentiates small programs as closed-form expressions and larger ones by
-# reverse accumulation over the straight-line program. Each group of checks below runs
-# both ways: as written ("expression"), and with one extra deep chain ("reverse") whose
-# closed form is far too big to inline, which moves the whole program to the other path.
-STRATEGIES = ["expression", "reverse"]
+# Each group of checks below once ran twice, through sympy's closed form and through reverse
+# accumulation; symgrad now differentiates every program on its IR (transforms/derive.py),
+# so each runs once, on the function as written.
+STRATEGIES = ["ir"]
 
 
 def _deep(t, depth=10):
@@ -76,33 +75,12 @@ def _mp_deep(t, depth=10):
     return t
 
 
-def _with_deep_output(f):
-    """``f`` with one more output appended: a deep chain of its first (scalar) input."""
-    @functools.wraps(f)
-    def g(*args):
-        a = args[0]
-        return np.append(f(*args), _deep(a.flat[0] if isinstance(a, np.ndarray) else a))
-    g.__name__ = f.__name__.strip("_") + "_deep"
-    return g
-
-
 def compile_for(f, strategy, shapes=None):
-    F = symgrad.compile(_with_deep_output(f) if strategy == "reverse" else f, shapes)
-    _assert_strategy(F, strategy)
-    return F
-
-
-def _assert_strategy(F, strategy):
-    try:  # guard that the padding does what it is for (internal API: skipped if it moves)
-        from symgrad.differentiate import choose
-    except ImportError:
-        return
-    assert choose(F.symbolic(), F.options.inline_limit) == strategy
+    return symgrad.compile(f, shapes)
 
 
 def test_deep_chain_reverse_mode():
     F = symgrad.compile(_deep)
-    _assert_strategy(F, "reverse")
     xs = np.array([-1.2, 0.3, 0.7, 1.1])
     with mpmath.workdps(50):  # mpmath.diff at 50 digits: exact to double precision
         ref = np.array([[float(mpmath.diff(_mp_deep, mpmath.mpf(float(x)), n)) for n in range(3)]
@@ -446,27 +424,12 @@ def _unary_sum(v):
     return np.sum(_unary_traced(v))
 
 
-def _unary_traced_deep(v):  # one more input, feeding a deep chain (reverse mode)
-    return np.append(_unary_traced(v[:len(UNARY)]), _deep(v[len(UNARY)]))
-
-
-def _unary_sum_deep(v):
-    return _unary_sum(v[:len(UNARY)]) + _deep(v[len(UNARY)])
-
-
 @pytest.fixture(scope="module", params=STRATEGIES)
 def unary_results(request):
     n = len(UNARY)
     pts = np.array([u[2] for u in UNARY], dtype=float).T  # (5, n): column i feeds entry i
-    if request.param == "reverse":
-        pts = np.concatenate([pts, np.full((len(pts), 1), 0.7)], axis=1)
-        F = symgrad.compile(_unary_traced_deep, shapes=[(n + 1,)])
-        S = symgrad.compile(_unary_sum_deep, shapes=[(n + 1,)])
-    else:
-        F = symgrad.compile(_unary_traced, shapes=[(n,)])
-        S = symgrad.compile(_unary_sum, shapes=[(n,)])
-    _assert_strategy(F, request.param)
-    _assert_strategy(S, request.param)
+    F = symgrad.compile(_unary_traced, shapes=[(n,)])
+    S = symgrad.compile(_unary_sum, shapes=[(n,)])
     return pts, F(pts), F.jacobian(pts), S.hessian(pts)
 
 
@@ -522,29 +485,13 @@ def _binary_sum(u, w):
     return np.sum(_binary_traced(u, w))
 
 
-def _binary_traced_deep(u, w):
-    return np.append(_binary_traced(u, w), _deep(u[len(BINARY)] * w[len(BINARY)]))
-
-
-def _binary_sum_deep(u, w):
-    return _binary_sum(u, w) + _deep(u[len(BINARY)] * w[len(BINARY)])
-
-
 @pytest.fixture(scope="module", params=STRATEGIES)
 def binary_results(request):
     k = len(BINARY)
     U = np.array([b[2] for b in BINARY]).T
     W = np.array([b[3] for b in BINARY]).T
-    if request.param == "reverse":
-        U = np.concatenate([U, np.full((len(U), 1), 0.8)], axis=1)
-        W = np.concatenate([W, np.full((len(W), 1), 0.9)], axis=1)
-        F = symgrad.compile(_binary_traced_deep, shapes=[(k + 1,), (k + 1,)])
-        S = symgrad.compile(_binary_sum_deep, shapes=[(k + 1,), (k + 1,)])
-    else:
-        F = symgrad.compile(_binary_traced, shapes=[(k,), (k,)])
-        S = symgrad.compile(_binary_sum, shapes=[(k,), (k,)])
-    _assert_strategy(F, request.param)
-    _assert_strategy(S, request.param)
+    F = symgrad.compile(_binary_traced, shapes=[(k,), (k,)])
+    S = symgrad.compile(_binary_sum, shapes=[(k,), (k,)])
     return U, W, F(U, W), F.jacobian(U, W), S.hessian(U, W)
 
 

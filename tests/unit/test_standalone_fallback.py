@@ -27,7 +27,7 @@ def test_standalone_source_of_loops_is_printed_element_by_element_with_a_warning
     assert len(said) == 1, said
     assert "fit (value)" in said[0] and "500 entries of its closed-over data" in said[0] and \
         "traced again element by element" in said[0]
-    assert "0.51603206412825653*sin(" in files["fit.c"]  # W[8], printed as a constant
+    assert f"({float(W[8])!r} * sin(" in files["fit.c"]  # W[8], printed as a constant
     assert "void fit_grad(const double *a_x, double *d_x);" in files["fit.h"]
     assert F.loops and F.grad.loops  # the in-process kernels keep their loops
 

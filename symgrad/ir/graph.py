@@ -1,0 +1,210 @@
+"""A Program's nodes opened for growth: the builder every transform writes derivatives with.
+
+Value numbering (an identical node is the same node) makes CSE free; constructors fold what
+is exact: arithmetic of finite constants is done in rationals and rounded once when printed
+(``("const", "q", p, q)``), multiplication by 1 and -1, addition of a structural 0, double
+negation. A primal node (what the user's code computes) is never rewritten: only what a
+transform builds is simplified, so the value keeps the bits Python and numpy compute."""
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+
+from ..program import Output, Program, const_key, const_value
+from .ops import OPS
+
+_NAMED = {"pi": math.pi, "E": math.e, "EulerGamma": 0.5772156649015329}
+
+
+def number(node):
+    """The float or Fraction a const node stands for (named constants as doubles)."""
+    v = const_value(node)
+    return _NAMED[v] if isinstance(v, str) else v
+
+
+class Graph:
+    """Nodes of ``prog`` and any built after them (value numbered)."""
+
+    def __init__(self, prog: Program):
+        self.prog = prog
+        self.nodes = list(prog.nodes)
+        self.index = {n: i for i, n in enumerate(self.nodes)}
+        self.args = list(prog.args)
+
+    # -- nodes ---------------------------------------------------------------------------
+    def node(self, *n):
+        i = self.index.get(n)
+        if i is None:
+            if n[0] not in ("const", "arg") and all(self.is_const(j) for j in n[1:]):
+                return self._fold(n)
+            i = self.index[n] = len(self.nodes)
+            self.nodes.append(n)
+        return i
+
+    def const(self, c):
+        return self.node(*const_key(c))
+
+    def is_const(self, i):
+        return i is not None and self.nodes[i][0] == "const"
+
+    def value(self, i):
+        return number(self.nodes[i])
+
+    def is_zero(self, i):
+        return i is None or (self.is_const(i) and self.value(i) == 0)
+
+    def is_one(self, i):
+        return self.is_const(i) and self.value(i) == 1
+
+    def _fold(self, n):
+        """A node of constants as a constant: exact arithmetic in rationals where every
+        operand is finite, numpy's float64 value otherwise."""
+        op, xs = n[0], [self.value(j) for j in n[1:]]
+        exact = all(isinstance(x, (int, Fraction)) or (isinstance(x, float) and math.isfinite(x)) for x in xs)
+        if exact and op in ("add", "sub", "mul", "neg", "div"):
+            q = [Fraction(x) for x in xs]
+            if op != "div" or q[1] != 0:
+                r = {"add": lambda: q[0] + q[1], "sub": lambda: q[0] - q[1], "mul": lambda: q[0] * q[1],
+                     "neg": lambda: -q[0], "div": lambda: q[0] / q[1]}[op]()
+                if r == 0 and op in ("mul", "div", "neg") and any(isinstance(x, float) for x in xs):
+                    r = float(np.float64(OPS[op].value(*[np.float64(x) for x in xs])))  # the sign of a zero
+                return self.const(int(r) if isinstance(r, Fraction) and r.denominator == 1 else r)
+        if exact and op == "pow" and isinstance(xs[1], int) and xs[0] != 0 and abs(xs[1]) <= 64:
+            return self.const(Fraction(xs[0]) ** xs[1])
+        with np.errstate(all="ignore"):
+            v = OPS[op].value(*[np.float64(float(x)) for x in xs])
+        v = float(v) if not OPS[op].condition else int(bool(v))
+        return self.const(v)
+
+    # -- simplifying constructors (for what transforms build) -----------------------------
+    def add(self, a, b):
+        if self.is_zero(a):
+            return b
+        if self.is_zero(b):
+            return a
+        na, nb = self.nodes[a], self.nodes[b]
+        if na[0] == "select" and nb[0] == "select" and na[1] == nb[1]:  # one select of the sums:
+            return self.select(na[1], self.add(na[2], nb[2]), self.add(na[3], nb[3]))  # same bits
+        if self.nodes[b][0] == "neg":
+            return self.sub(a, self.nodes[b][1])
+        return self.node("add", *sorted((a, b)))
+
+    def sub(self, a, b):
+        if self.is_zero(b):
+            return a
+        if self.is_zero(a):
+            return self.neg(b)
+        if self.nodes[b][0] == "neg":
+            return self.add(a, self.nodes[b][1])
+        return self.node("sub", a, b)
+
+    def neg(self, a):
+        if a is None:
+            return None
+        if self.nodes[a][0] == "neg":
+            return self.nodes[a][1]
+        return self.node("neg", a)
+
+    def mul(self, a, b):
+        if self.is_zero(a) or self.is_zero(b):
+            return None
+        if self.is_const(b) and not self.is_const(a):
+            a, b = b, a
+        if self.is_one(a):
+            return b
+        if self.is_one(b):
+            return a
+        if self.is_const(a) and self.value(a) == -1:
+            return self.neg(b)
+        for x, y in ((a, b), (b, a)):
+            r = self._divisor(x)
+            if r is not None:  # y * (1/r) is y / r: one rounding, the division as written
+                return self.div(y, r)
+        if self.nodes[a][0] == "neg" and self.nodes[b][0] == "neg":
+            return self.mul(self.nodes[a][1], self.nodes[b][1])
+        if self.nodes[b][0] == "neg" and not self.is_const(a):
+            return self.neg(self.mul(a, self.nodes[b][1]))
+        if self.nodes[a][0] == "neg":
+            return self.neg(self.mul(self.nodes[a][1], b))
+        return self.node("mul", *((a, b) if self.is_const(a) else sorted((a, b))))
+
+    def _divisor(self, x):
+        """r where node ``x`` is 1/r: a division of 1, or a constant whose reciprocal is a
+        float but which is not one itself (1/3, folded exactly from 1/3.0)."""
+        n = self.nodes[x]
+        if n[0] == "div" and self.is_one(n[1]):
+            return n[2]
+        if n[0] == "const" and n[1] == "q":
+            r = 1 / Fraction(n[2], n[3])
+            if r.denominator & (r.denominator - 1) == 0 and float(r) == r:
+                return self.const(float(r))
+        return None
+
+    def div(self, a, b):
+        if self.is_zero(a):
+            return None
+        if self.is_one(b):
+            return a
+        return self.node("div", a, b)
+
+    def pow(self, a, b):
+        if self.is_const(b) and self.value(b) == 1:
+            return a
+        if self.is_const(b) and self.value(b) == 0:
+            return self.const(1)
+        return self.node("pow", a, b)
+
+    def call(self, name, *xs):
+        return self.node(name, *xs)
+
+    def select(self, c, a, b):
+        if a == b:
+            return a
+        if self.is_const(c):
+            return a if self.value(c) else b
+        return self.node("select", c, self.zero_node(a), self.zero_node(b))
+
+    def zero_node(self, i):
+        return self.const(0) if i is None else i
+
+    def const_add(self, i, k):
+        return self.const(self.value(i) + k)
+
+    def const_sub(self, i, k):
+        v = self.value(i)
+        return self.const(Fraction(v) - k if isinstance(v, float) and math.isfinite(v) else v - k)
+
+    def sum(self, terms):
+        """The sum of ``terms`` (None entries are 0) in a balanced tree; None if all are 0."""
+        terms = [t for t in terms if not self.is_zero(t)]
+        if not terms:
+            return None
+        while len(terms) > 1:
+            terms = [self.add(terms[k], terms[k + 1]) if k + 1 < len(terms) else terms[k]
+                     for k in range(0, len(terms), 2)]
+        return terms[0]
+
+    # -- the result -----------------------------------------------------------------------
+    def program(self, outputs, args=None):
+        """A Program of the nodes ``outputs`` need ((name, shape, refs) each; a ref None is
+        0), renumbered in order: dead code is gone."""
+        outs = [(name, shape, [self.zero_node(r) for r in refs]) for name, shape, refs in outputs]
+        need, stack = set(), [r for _, _, refs in outs for r in refs]
+        while stack:
+            i = stack.pop()
+            if i in need:
+                continue
+            need.add(i)
+            n = self.nodes[i]
+            if n[0] not in ("const", "arg"):
+                stack.extend(n[1:])
+        new, nodes = {}, []
+        for i in sorted(need):
+            n = self.nodes[i]
+            n = n if n[0] in ("const", "arg") else (n[0], *[new[j] for j in n[1:]])
+            new[i] = len(nodes)
+            nodes.append(n)
+        return Program(tuple(args if args is not None else self.args), tuple(nodes),
+                       tuple(Output(name, tuple(shape), tuple(new[r] for r in refs)) for name, shape, refs in outs))

@@ -1,0 +1,219 @@
+"""Program -> C expressions: which nodes become statements, and one printer that spells
+each node through the op table (ir/ops.py). No sympy.
+
+``lower`` decides, in one pass over the program, which nodes are printed inside the
+expression that uses them (a node used once, while that expression stays small; constants,
+negations) and which become statements (``const double tK = ...;``). The result has the
+shape the schedule reads (arguments with their input references, a body of statements,
+outputs of expressions); ``Printer.doprint`` turns one expression into text for a Target."""
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+
+from ..ir.graph import number
+from ..ir.ops import CALLS, OPS
+
+
+class Ref(int):
+    """A node the kernel names: an input entry or a statement's temporary."""
+
+    def __new__(cls, i, name):
+        r = super().__new__(cls, i)
+        r.name = name
+        return r
+
+
+class Expr:
+    """One node as printed where it is used: its own text, with the inlined nodes under it."""
+
+    __slots__ = ("low", "node", "free_symbols", "define")
+
+    def __init__(self, low, node, free, define=False):
+        self.low, self.node, self.free_symbols, self.define = low, node, free, define
+
+    @property
+    def is_Number(self):
+        return self.low.nodes[self.node][0] == "const"
+
+    def value(self):
+        return number(self.low.nodes[self.node])
+
+
+class _Arg:
+    def __init__(self, arg, symbols):
+        self.name, self.shape, self.size, self.symbols = arg.name, arg.shape, arg.size, symbols
+
+
+class _Out:
+    def __init__(self, out, exprs):
+        self.name, self.shape, self.size, self.exprs = out.name, out.shape, out.size, tuple(exprs)
+
+
+def _integer_power(nodes, b):
+    n = nodes[b]
+    if n[0] != "const":
+        return None
+    v = number(n)
+    if isinstance(v, Fraction) and v.denominator == 1:
+        v = v.numerator
+    if isinstance(v, float) and math.isfinite(v) and v.is_integer() and abs(v) < 2 ** 31:
+        v = int(v)
+    return v if isinstance(v, int) else None
+
+
+class Lowered:
+    """A Program laid out for printing: ``args`` (with ``symbols``: the Ref of every entry),
+    ``body`` ((Ref, Expr) statements in order), ``outputs`` (with ``exprs``)."""
+
+    def __init__(self, prog, options):
+        self.prog, self.nodes = prog, prog.nodes
+        nodes = prog.nodes
+        uses = [0] * len(nodes)
+        for n in nodes:
+            if n[0] not in ("const", "arg"):
+                for j in n[1:]:
+                    uses[j] += 1
+        for o in prog.outputs:
+            for r in o.refs:
+                uses[r] += 1
+        pinned = set()  # nodes that must be statements whatever their uses
+        for n in nodes:
+            if n[0] == "pow" and (_integer_power(nodes, n[2]) or 0) not in (0, 1, -1):
+                pinned.add(n[1])  # a base multiplied by itself: printed once
+            if n[0] == "select":  # a chain of selects (np.max) nested into one expression
+                for j in n[2:]:   # would keep every condition alive to its end
+                    if nodes[j][0] == "select":
+                        pinned.add(j)
+        self.refs = {}
+        self.args = []
+        for a, arg in enumerate(prog.args):
+            syms = []
+            for j in range(arg.size):
+                label = arg.name if arg.shape == () else f"{arg.name}[{', '.join(map(str, np.unravel_index(j, arg.shape)))}]"
+                syms.append(Ref(-1 - len(self.refs), label))
+                self.refs[("arg", a, j)] = syms[-1]
+            self.args.append(_Arg(arg, tuple(syms)))
+        self.inline = [False] * len(nodes)
+        size = [0] * len(nodes)
+        free = [None] * len(nodes)
+        body, self.ref_of, self.calls, self.ops = [], {}, 0, 0
+        limit = options.max_inlined_nodes
+        for i, n in enumerate(nodes):
+            op = n[0]
+            if op == "const":
+                self.inline[i], free[i] = True, frozenset()
+                continue
+            if op == "arg":
+                ref = self.refs[n]
+                self.inline[i], free[i], self.ref_of[i] = True, frozenset((ref,)), ref
+                continue
+            self.ops += 1
+            if op in CALLS or (op == "pow" and _integer_power(nodes, n[2]) is None):
+                self.calls += 1
+            fs = frozenset().union(*[free[j] if self.inline[j] else (self.ref_of[j],) for j in n[1:]])
+            size[i] = 1 + sum(size[j] for j in n[1:] if self.inline[j])
+            if op == "neg" or (uses[i] == 1 and i not in pinned and size[i] <= limit):
+                self.inline[i], free[i] = True, fs
+                continue
+            ref = self.ref_of[i] = Ref(i, f"t.{i}")
+            body.append((ref, Expr(self, i, fs, define=True)))
+            free[i] = frozenset((ref,))
+        self.body = tuple(body)
+        self.outputs = tuple(_Out(o, [Expr(self, r, free[r] if self.inline[r] else frozenset((self.ref_of[r],)))
+                                      for r in o.refs]) for o in prog.outputs)
+
+    def output_exprs(self):
+        return [e for o in self.outputs for e in o.exprs]
+
+    def count_ops(self):
+        return self.ops
+
+    def count_calls(self):
+        return self.calls
+
+
+def lower(prog, options) -> Lowered:
+    return Lowered(prog, options)
+
+
+class Printer:
+    """Spells expressions of a Lowered program in C for one Target, through the op table."""
+
+    def __init__(self, names, target, options):
+        self.names, self.target, self.options = names, target, options
+        self.math = target.math
+        self.suffix = "f" if target.math == "float" else ""
+
+    def literal(self, v):
+        """A number as a C literal of the arithmetic type (exactly rounded once)."""
+        if isinstance(v, Fraction):
+            v = float(v) if abs(v) < 2 ** 1023 else math.copysign(math.inf, v)
+        v = float(v)
+        if math.isnan(v):
+            return "NAN"
+        if math.isinf(v):
+            return "INFINITY" if v > 0 else "(-INFINITY)"
+        if self.suffix:
+            text = repr(float(np.float32(v))) + "F"
+        else:
+            text = repr(v)
+        if "e" not in text and "." not in text and "n" not in text:
+            text += ".0"
+        return f"({text})" if text.startswith("-") else text
+
+    def one(self):
+        return self.literal(1.0)
+
+    def doprint(self, e):
+        return self._node(e.low, e.node, top=e.define)
+
+    def _operand(self, low, j):
+        if not low.inline[j]:
+            return self.names[low.ref_of[j]]
+        return self._node(low, j)
+
+    def _node(self, low, i, top=False):
+        n = low.nodes[i]
+        op = n[0]
+        if op == "const":
+            return self.literal(number(n))
+        if op == "arg":
+            return self.names[low.refs[n]]
+        if not top and not low.inline[i]:
+            return self.names[low.ref_of[i]]
+        if op == "pow":
+            return self._pow(low, n[1], n[2])
+        a = [self._operand(low, j) for j in n[1:]]
+        c = OPS[op].c
+        if isinstance(c, str):
+            fn = c if c in ("isnan", "isinf", "isfinite") else c + self.suffix
+            return f"{fn}({', '.join(a)})"
+        if isinstance(c, tuple):
+            kind, s = c
+            return f"({a[0]} {s} {a[1]})" if kind == "infix" else f"({s}{a[0]})"
+        return c(a, self)
+
+    def _pow(self, low, b, x):
+        base = self._operand(low, b)
+        k = _integer_power(low.nodes, x)
+        if k is not None and abs(k) <= self.options.max_mul_pow:
+            if k == 0:
+                return self.one()
+            s = self._ipow(base, abs(k))
+            return s if k > 0 else f"({self.one()}/{s})"
+        v = number(low.nodes[x]) if low.nodes[x][0] == "const" else None
+        if isinstance(v, Fraction) and v.denominator == 2 and abs(v.numerator) <= self.options.max_mul_pow:
+            s = self._ipow(f"sqrt{self.suffix}({base})", abs(v.numerator))
+            return s if v > 0 else f"({self.one()}/{s})"
+        return f"pow{self.suffix}({base}, {self._operand(low, x)})"
+
+    def _ipow(self, base, n):
+        """base**n by repeated squaring; the C compiler shares the repeated subterms."""
+        if n == 1:
+            return base
+        half = self._ipow(base, n // 2)
+        sq = f"({half}*{half})"
+        return f"({sq}*{base})" if n % 2 else sq

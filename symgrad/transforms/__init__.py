@@ -1,0 +1,1 @@
+"""Program -> Program transforms: derivatives (derive.py) and the derivative kinds (kinds.py)."""

@@ -1,0 +1,178 @@
+"""The derivative kinds, each defined once: its name, what it is called in words, the shapes
+of its results, how its program is built (transforms/derive.py), and which of them the loop
+form of a program takes (loops kept as loops, tracing/lazy.py). No sympy: a warm start reads
+this module to find a kernel.
+
+A Function's steps are (kind name, argument indices) pairs; the n-th derivative's name is
+``d<n>``. Everything else (function.py, codegen.py, cli.py) asks this registry."""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+MAX_TREE = 20_000  # closed forms larger than this are taken unrolled (loops.py builds trees)
+
+
+@dataclass(frozen=True)
+class Kind:
+    name: str
+    words: str                   # "gradient of ": the title of a Function of this kind
+    scalar: bool                 # needs a scalar-valued function
+    shapes: Callable             # (result shapes, argument shapes, argnums) -> result shapes
+    build: Callable              # (program, argnums, context) -> derivative Program
+    loops: Optional[Callable]    # (loop result forms, large, argnums, first) -> forms, or None: not as loops
+    public: bool = True          # a Function verb of that name (F.grad); codegen and the CLI offer it
+
+
+def _stacked(outs, args, nums):
+    return [o + (sum(math.prod(args[i]) for i in nums),) for o in outs]
+
+
+def _build_grad(prog, nums, ctx):
+    from . import derive
+    return derive.without_value(ctx.value_and_grad())
+
+
+def _build_vg(prog, nums, ctx):
+    return ctx.value_and_grad()
+
+
+def _build_jac(prog, nums, ctx):
+    from . import derive
+    return derive.jacobian(prog, nums)
+
+
+def _build_jac_stacked(prog, nums, ctx):
+    from . import derive
+    return derive.jacobian(prog, nums, stack=True)
+
+
+def _build_hessian(prog, nums, ctx):
+    from . import derive
+    return derive.hessian(prog, nums)
+
+
+def _build_hvp(prog, nums, ctx):
+    from . import derive
+    from ..program import tangent_names
+    return derive.hvp(prog, nums, tangent_names([a.name for a in prog.args], nums),
+                      derive.without_value(ctx.value_and_grad()))
+
+
+# -- which steps the loop form takes: each result is "scalar", "plain" (small array), "map"
+# (an array kept as a loop) or "scatter" (a gradient by a large argument)
+def _small(shape, o="scalar"):
+    return "scalar" if o == "scalar" and shape == () else "plain"
+
+
+def _loops_grad(outs, large, shapes, nums, with_value):
+    if outs != ["scalar"]:
+        return None
+    return (["scalar"] if with_value else []) + ["scatter" if i in large else _small(shapes[i]) for i in nums]
+
+
+def _loops_jacobian(outs, large, shapes, nums, with_value):
+    big = any(i in large for i in nums)
+    if "scatter" in outs or (big and outs != ["scalar"]):
+        return None
+    return ["scatter" if i in large else "map" if o == "map" else _small(shapes[i], o) for o in outs for i in nums]
+
+
+def _loops_second(outs, large, shapes, nums, count):
+    if outs != ["scalar"] or any(i in large for i in nums):
+        return None
+    return ["plain"] * count
+
+
+KINDS = {k.name: k for k in (
+    Kind("grad", "gradient of ", True, lambda outs, args, nums: [args[i] for i in nums], _build_grad,
+         lambda o, lg, sh, nums: _loops_grad(o, lg, sh, nums, False)),
+    Kind("value_and_grad", "value and gradient of ", True,
+         lambda outs, args, nums: [()] + [args[i] for i in nums], _build_vg,
+         lambda o, lg, sh, nums: _loops_grad(o, lg, sh, nums, True)),
+    Kind("jacobian", "Jacobian of ", False, lambda outs, args, nums: [o + args[i] for o in outs for i in nums],
+         _build_jac, _loops_jacobian),
+    Kind("jacobian_stacked", "stacked Jacobian of ", False, _stacked, _build_jac_stacked, None, public=False),
+    Kind("hessian", "Hessian of ", True, lambda outs, args, nums: [args[i] + args[j] for i in nums for j in nums],
+         _build_hessian, lambda o, lg, sh, nums: _loops_second(o, lg, sh, nums, len(nums) ** 2)),
+    Kind("hvp", "Hessian-vector product of ", True, lambda outs, args, nums: [args[i] for i in nums], _build_hvp,
+         lambda o, lg, sh, nums: _loops_second(o, lg, sh, nums, len(nums)), public=False),
+)}
+
+
+def _build_nth(n):
+    def build(prog, nums, ctx):
+        from . import derive
+        return derive.nth(prog, n, nums[0])
+    return build
+
+
+def _loops_nth(outs, large, shapes, nums):
+    if any(i in large for i in nums) or "scatter" in outs:
+        return None
+    return outs
+
+
+def kind(name) -> Kind:
+    """The Kind called ``name``: one of KINDS, or ``d<n>`` (the n-th derivative)."""
+    k = KINDS.get(name)
+    if k is not None:
+        return k
+    m = re.fullmatch(r"d([0-9]+)", name)
+    if m is None:
+        raise ValueError(f"unknown derivative kind {name!r}: expected one of {', '.join(KINDS)} or d<n>")
+    n = int(m.group(1))
+    return Kind(name, f"derivative {n} of ", False, lambda outs, args, nums: outs, _build_nth(n), _loops_nth)
+
+
+def kernel_kinds():
+    """What codegen and the CLI offer: the value and the public kinds, then d<N>."""
+    return ("value",) + tuple(n for n, k in KINDS.items() if k.public and n not in ("value_and_grad",))
+
+
+def result_shapes(outs, args, steps):
+    """Core shapes of the results after ``steps``, from the traced program's (no sympy)."""
+    outs, args = list(outs), list(args)
+    for name, nums in steps:
+        k = kind(name)
+        if k.scalar and (len(outs) != 1 or outs[0] != ()):
+            raise ValueError(f"{name} needs a scalar-valued function, but it returns shape "
+                             f"{outs[0] if len(outs) == 1 else outs}; use .jacobian for vector-valued functions")
+        new = k.shapes(outs, args, nums)
+        if name == "hvp":  # the tangents are arguments after the function's own
+            args = args + [args[i] for i in nums]
+        outs = new
+    return outs
+
+
+def title(steps, call):
+    """What a Function of these steps computes, in words: "gradient of f(x, y)"."""
+    return "".join(kind(name).words for name, _ in reversed(steps)) + call
+
+
+def tree_size(prog):
+    """Operations of the largest closed form the loop form would build of ``prog``."""
+    size = []
+    for n in prog.nodes:
+        size.append(1 if n[0] in ("const", "arg", "read", "sum") else 1 + sum(size[j] for j in n[1:]))
+    bodies = [size[n[1]] for n in prog.nodes if n[0] == "sum"]
+    return max(bodies + [size[r] for o in prog.outputs for r in o.refs] + [0])
+
+
+def supports(prog, steps) -> bool:
+    """Whether the loop form takes these derivative steps of ``prog`` (a traced Program)."""
+    if tree_size(prog) > MAX_TREE:
+        return False
+    large = {n[2] for n in prog.nodes if n[0] == "read" and n[1] == "a"}
+    shapes = [a.shape for a in prog.args]
+    outs = ["map" if o.loops else "scalar" if o.shape == () else "plain" for o in prog.outputs]
+    for step, (name, nums) in enumerate(steps):
+        if step and any(i in large for i in nums):  # a second derivative by a large argument
+            return False
+        rule = kind(name).loops
+        outs = rule(outs, large, shapes, nums) if rule is not None else None
+        if outs is None:
+            return False
+    return True
