@@ -8,10 +8,24 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-/* A unit of segments only (the further translation units of a large kernel, defining
- * SYMGRAD_SEGMENT_UNIT) needs none of the batch machinery: it skips the intrinsics, whose
- * headers alone take a tenth of a second to parse. */
-#if defined(__SSE2__) && !defined(SYMGRAD_SEGMENT_UNIT)
+/* The batch machinery moves numbers through SIMD registers (4x4 transposes, non-temporal
+ * stores). GCC spells that with its vector extensions and builtins; other compilers get
+ * <immintrin.h>, whose headers alone take a tenth of a second to parse (a third of a small
+ * kernel's compile). A unit of segments only (the further translation units of a large
+ * kernel, defining SYMGRAD_SEGMENT_UNIT) needs none of it. */
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__INTEL_COMPILER)
+#define SYMGRAD_GCC_VECTORS 1
+typedef double symgrad_v2d __attribute__((vector_size(16)));
+typedef double symgrad_v4d __attribute__((vector_size(32)));
+typedef double symgrad_v8d __attribute__((vector_size(64)));
+typedef float symgrad_v4f __attribute__((vector_size(16)));
+typedef float symgrad_v8f __attribute__((vector_size(32)));
+typedef float symgrad_v16f __attribute__((vector_size(64)));
+typedef long long symgrad_v4i __attribute__((vector_size(32)));
+typedef int symgrad_v4fi __attribute__((vector_size(16)));
+#define SYMGRAD_LOADV(V, p) __extension__({ V sg_v_; __builtin_memcpy(&sg_v_, (p), sizeof(V)); sg_v_; })
+#define SYMGRAD_STOREV(p, v) __builtin_memcpy((p), &(v), sizeof(v))
+#elif defined(__SSE2__) && !defined(SYMGRAD_SEGMENT_UNIT)
 #include <immintrin.h>
 #endif
 
@@ -66,7 +80,19 @@ static inline const void *symgrad_opaque(const void *p) {
 /* symgrad_stream_T(dst, src, m, nt): copy m numbers; with nt, the whole 64-byte lines of
  * dst with non-temporal stores written back to back (so that each line leaves complete),
  * the partial lines at either end with plain stores. */
-#if defined(__AVX512F__)
+#if defined(SYMGRAD_GCC_VECTORS) && defined(__AVX512F__)
+#define SYMGRAD_NT_double(d, s) __builtin_ia32_movntpd512(d, SYMGRAD_LOADV(symgrad_v8d, s))
+#define SYMGRAD_NT_float(d, s) __builtin_ia32_movntps512(d, SYMGRAD_LOADV(symgrad_v16f, s))
+#define SYMGRAD_NT_BYTES 64
+#elif defined(SYMGRAD_GCC_VECTORS) && defined(__AVX__)
+#define SYMGRAD_NT_double(d, s) __builtin_ia32_movntpd256(d, SYMGRAD_LOADV(symgrad_v4d, s))
+#define SYMGRAD_NT_float(d, s) __builtin_ia32_movntps256(d, SYMGRAD_LOADV(symgrad_v8f, s))
+#define SYMGRAD_NT_BYTES 32
+#elif defined(SYMGRAD_GCC_VECTORS) && defined(__SSE2__)
+#define SYMGRAD_NT_double(d, s) __builtin_ia32_movntpd(d, SYMGRAD_LOADV(symgrad_v2d, s))
+#define SYMGRAD_NT_float(d, s) __builtin_ia32_movntps(d, SYMGRAD_LOADV(symgrad_v4f, s))
+#define SYMGRAD_NT_BYTES 16
+#elif defined(__AVX512F__)
 #define SYMGRAD_NT_double(d, s) _mm512_stream_pd(d, _mm512_loadu_pd(s))
 #define SYMGRAD_NT_float(d, s) _mm512_stream_ps(d, _mm512_loadu_ps(s))
 #define SYMGRAD_NT_BYTES 64
@@ -105,7 +131,9 @@ SYMGRAD_STREAM(float)
 
 /* Non-temporal stores are weakly ordered: each thread fences its own once, at the end. */
 static inline void symgrad_fence(int nt) {
-#if defined(__SSE2__)
+#if defined(SYMGRAD_GCC_VECTORS) && defined(__SSE2__)
+    if (nt) __builtin_ia32_sfence();
+#elif defined(__SSE2__)
     if (nt) _mm_sfence();
 #else
     (void)nt;
@@ -195,7 +223,26 @@ SYMGRAD_TRANSPOSE(float)
             for (int j = 0; j < W; ++j) p[j * s + k] = l[k * W + j];                             \
     }
 
-#if defined(__AVX__)
+#if defined(SYMGRAD_GCC_VECTORS)
+/* rows r0..r3 (4 numbers each) -> columns, in place: unpack pairs, then halves (the
+ * instructions of _mm256_unpack*_pd / _mm256_permute2f128_pd, _MM_TRANSPOSE4_PS) */
+#define SYMGRAD_T4X4_V(V, I, r0, r1, r2, r3)                                              \
+    do {                                                                                  \
+        V t0 = __builtin_shuffle(r0, r1, (I){0, 4, 2, 6}), t1 = __builtin_shuffle(r0, r1, (I){1, 5, 3, 7}); \
+        V t2 = __builtin_shuffle(r2, r3, (I){0, 4, 2, 6}), t3 = __builtin_shuffle(r2, r3, (I){1, 5, 3, 7}); \
+        r0 = __builtin_shuffle(t0, t2, (I){0, 1, 4, 5});                                  \
+        r1 = __builtin_shuffle(t1, t3, (I){0, 1, 4, 5});                                  \
+        r2 = __builtin_shuffle(t0, t2, (I){2, 3, 6, 7});                                  \
+        r3 = __builtin_shuffle(t1, t3, (I){2, 3, 6, 7});                                  \
+    } while (0)
+#define SYMGRAD_T4X4D(r0, r1, r2, r3) SYMGRAD_T4X4_V(symgrad_v4d, symgrad_v4i, r0, r1, r2, r3)
+#define SYMGRAD_T4X4F(r0, r1, r2, r3) SYMGRAD_T4X4_V(symgrad_v4f, symgrad_v4fi, r0, r1, r2, r3)
+#define SYMGRAD_LOAD4D(p) SYMGRAD_LOADV(symgrad_v4d, p)
+#define SYMGRAD_LOAD4F(p) SYMGRAD_LOADV(symgrad_v4f, p)
+SYMGRAD_TILED(double, symgrad_v4d, SYMGRAD_LOAD4D, SYMGRAD_STOREV, SYMGRAD_T4X4D)
+SYMGRAD_TILED(float, symgrad_v4f, SYMGRAD_LOAD4F, SYMGRAD_STOREV, SYMGRAD_T4X4F)
+#endif
+#if !defined(SYMGRAD_GCC_VECTORS) && defined(__AVX__)
 /* rows r0..r3 (4 doubles each) -> columns, in place */
 #define SYMGRAD_T4X4(r0, r1, r2, r3)                                                      \
     do {                                                                                  \
@@ -208,7 +255,7 @@ SYMGRAD_TRANSPOSE(float)
     } while (0)
 SYMGRAD_TILED(double, __m256d, _mm256_loadu_pd, _mm256_storeu_pd, SYMGRAD_T4X4)
 #endif
-#if defined(__SSE2__)
+#if !defined(SYMGRAD_GCC_VECTORS) && defined(__SSE2__)
 SYMGRAD_TILED(float, __m128, _mm_loadu_ps, _mm_storeu_ps, _MM_TRANSPOSE4_PS)
 #endif
 
@@ -226,12 +273,12 @@ SYMGRAD_TILED(float, __m128, _mm_loadu_ps, _mm_storeu_ps, _MM_TRANSPOSE4_PS)
         TILES(if (W % 4 == 0) { symgrad_untranspose_##T##_tiled(l, m, s, p, W); return; })        \
         symgrad_untranspose_##T##_generic(l, m, s, p, W);                                          \
     }
-#if defined(__AVX__)
+#if defined(SYMGRAD_GCC_VECTORS) || defined(__AVX__)
 SYMGRAD_TRANSPOSE_ENTRY(double, SYMGRAD_KEEP)
 #else
 SYMGRAD_TRANSPOSE_ENTRY(double, SYMGRAD_DROP)
 #endif
-#if defined(__SSE2__)
+#if defined(SYMGRAD_GCC_VECTORS) || defined(__SSE2__)
 SYMGRAD_TRANSPOSE_ENTRY(float, SYMGRAD_KEEP)
 #else
 SYMGRAD_TRANSPOSE_ENTRY(float, SYMGRAD_DROP)

@@ -127,11 +127,34 @@ def _key_lock(key):
         return _building.setdefault(key, forksafe.RLock())
 
 
-def build(key, source, cdecl, *, parts=(), extra_flags=(), meta=None):
+def build_many(kernels):
+    """Build several kernels into one library with one compile: ``kernels`` are (key, Kernel,
+    meta) of the same compiler flags. The library is stored under each key (build's
+    ``aliases``), so each loads as an ordinary cache entry. Keys already built are left out."""
+    import contextlib
+    kernels = sorted({k: (k, kern, meta) for k, kern, meta in kernels}.values(), key=lambda e: e[0])
+    with contextlib.ExitStack() as held:
+        for k, _, _ in kernels:  # in key order: two threads building overlapping families cannot deadlock
+            held.enter_context(_key_lock(k))
+        todo = [e for e in kernels if cache.lookup(e[0]) is None]
+        if len(todo) == 1:
+            key, kern, meta = todo[0]
+            build(key, kern.source, kern.cdecl, parts=kern.parts, extra_flags=kern.cflags, meta=meta)
+        elif todo:
+            build(todo[0][0], "\n".join(kern.source for _, kern, _ in todo),
+                  "".join(kern.cdecl for _, kern, _ in todo), parts=tuple(p for _, kern, _ in todo for p in kern.parts),
+                  extra_flags=todo[0][1].cflags, meta={"members": {k: meta for k, _, meta in todo}},
+                  aliases=tuple(k for k, _, _ in todo[1:]))
+
+
+def build(key, source, cdecl, *, parts=(), extra_flags=(), meta=None, aliases=()):
     """The cffi library for ``source`` (plus translation units ``parts``), filed under ``key``:
     loaded from the cache if it is there, else compiled and stored. Different keys build at
     the same time (a lock per key). ``meta`` (JSON data: results, dtype, ...) is compiled
-    into the library, which returns it from ``symgrad_meta()`` beside ``symgrad_key()``."""
+    into the library, which returns it from ``symgrad_meta()`` beside ``symgrad_key()``.
+    With ``aliases`` (the keys of further kernels in ``source``, whose locks the caller
+    holds), the library also answers to each (symgrad_keys(), an init function per module
+    name) and is stored under each of them too."""
     with _key_lock(key):
         lib = cache.lookup(key)
         if lib is not None:
@@ -140,6 +163,12 @@ def build(key, source, cdecl, *, parts=(), extra_flags=(), meta=None):
         stamp = (f'\nconst char *symgrad_key(void) {{ return "{key}"; }}\n'
                  f'const char *symgrad_meta(void) {{ return {_c_string(json.dumps(meta or {}))}; }}\n')
         cdecl += "const char *symgrad_key(void);\nconst char *symgrad_meta(void);\n"
+        if aliases:  # one library, several module names: cffi's init function under each
+            stamp += (f'const char *symgrad_keys(void) {{ return "{" ".join((key,) + tuple(aliases))}"; }}\n'
+                      f"PyMODINIT_FUNC PyInit__sg_{key}(void);\n"
+                      + "".join(f"PyMODINIT_FUNC PyInit__sg_{a}(void) {{ return PyInit__sg_{key}(); }}\n"
+                                for a in aliases))
+            cdecl += "const char *symgrad_keys(void);\n"
         tried = []
         for d in cache.building_places():
             if d not in _swept:
@@ -153,7 +182,10 @@ def build(key, source, cdecl, *, parts=(), extra_flags=(), meta=None):
                         c_text = f.read()
                     with open(so, "rb") as f:
                         data = f.read()
-                    return cache.install(d, key, data, c_text, compiler_identity())
+                    lib = cache.install(d, key, data, c_text, compiler_identity())
+                    for alias in aliases:
+                        cache.install(d, alias, data, None, compiler_identity())
+                    return lib
             except _CompilerFailed as e:
                 if not _io_failure(e.stderr):  # the compiler refused the code: its message is the error
                     kept = _keep_failed_source(d, key, e.source)

@@ -130,8 +130,15 @@ def _dlopen(key, path, fd):
 
 
 def _verified_key(mod, key):
+    """Whether the library says it was built for ``key``: its own key, or one of the kernels
+    it holds (a library of several kernels, build.build_many, is stored under each of theirs)."""
     try:
-        return mod.ffi.string(mod.lib.symgrad_key()).decode() == key
+        if mod.ffi.string(mod.lib.symgrad_key()).decode() == key:
+            return True
+    except (AttributeError, TypeError, UnicodeDecodeError):
+        return False
+    try:
+        return key in mod.ffi.string(mod.lib.symgrad_keys()).decode().split()
     except (AttributeError, TypeError, UnicodeDecodeError):
         return False
 
@@ -395,12 +402,16 @@ def fail(places_tried):
                         "that allows executing code.")
 
 
-def library_meta(mod):
-    """What the library says it computes (symgrad_meta(): kernel name, dtype, result shapes)."""
+def library_meta(mod, key=None):
+    """What the library says it computes (symgrad_meta(): kernel name, dtype, result shapes);
+    of a library of several kernels, what it says of the one built for ``key``."""
     try:
-        return json.loads(mod.ffi.string(mod.lib.symgrad_meta()).decode())
+        meta = json.loads(mod.ffi.string(mod.lib.symgrad_meta()).decode())
     except (AttributeError, TypeError, ValueError, UnicodeDecodeError):
         return None
+    if isinstance(meta, dict) and "members" in meta:
+        return meta["members"].get(key) if isinstance(meta["members"], dict) else None
+    return meta
 
 
 def discard(key):

@@ -296,13 +296,12 @@ class Function:
             if self._plan is None:
                 from . import build, cache
                 key, f = self.key, self._runs()
-                meta = {"kernel": f.c_name, "dtype": str(self.dtype),
-                        "results": [list(s) for s in f.result_shapes()]}
+                meta = f._meta()
                 lib = build.load(key)
                 shipped = self.__dict__.pop("_shipped", None)  # a pickle's library, if built for this key
                 if lib is None and shipped is not None and shipped.get("key") == key:
                     lib = build.adopt(key, shipped["bytes"], shipped["sha256"], shipped.get("info"))
-                if lib is not None and cache.library_meta(lib) != meta:
+                if lib is not None and cache.library_meta(lib, key) != meta:
                     cache.warn_once(("meta", key), f"the cached kernel {key[:12]} describes another "
                                     "kernel; it is rebuilt")
                     cache.discard(key)
@@ -314,11 +313,15 @@ class Function:
                         lib = build.build(key, k.source, k.cdecl, parts=k.parts, extra_flags=k.cflags, meta=meta)
                 if self.traced.data:
                     calling.bind_data(lib, key, self.c_name, self.traced.data)
-                shapes = [tuple(s) for s in cache.library_meta(lib)["results"]]
+                shapes = [tuple(s) for s in cache.library_meta(lib, key)["results"]]
                 skip = len(shapes) - len(self.result_shapes())  # the value, where F.grad runs F.value_and_grad's kernel
                 self._plan = calling.Plan(f.c_name, self.args, shapes[skip:], self.dtype, self._structure, lib,
                                           self.options.stream_bytes, skip=[math.prod(x) for x in shapes[:skip]])
             return self._plan
+
+    def _meta(self):
+        """What this Function's library says of its kernel (checked before it is called)."""
+        return {"kernel": self.c_name, "dtype": str(self.dtype), "results": [list(s) for s in self.result_shapes()]}
 
     @property
     def plan(self):
@@ -441,23 +444,37 @@ class Function:
 
     def build(self, kinds=("value",)):
         """Compile now the kernels of ``kinds`` (names of this Function's derivatives: "value",
-        "grad", "value_and_grad", "jacobian", "hessian", "hvp") rather than at their first call:
-        the Python stages one after another, the C compiles in parallel. Returns self."""
+        "grad", "value_and_grad", "jacobian", "hessian", "hvp") rather than at their first call,
+        into one library (one C compile; kernels of large programs, compiled with other flags,
+        in one more, in parallel). Later kinds add a library without rebuilding these. Returns self."""
+        from .transforms.kinds import KINDS
+        names = ("value",) + tuple(KINDS)
         fns = []
         for kind in ([kinds] if isinstance(kinds, str) else kinds):
-            if kind not in _KINDS:
-                raise ValueError(f"build: unknown kind {kind!r}; expected some of {', '.join(_KINDS)}")
+            if kind not in names or kind == "jacobian_stacked":
+                raise ValueError(f"build: unknown kind {kind!r}; expected some of "
+                                 f"{', '.join(n for n in names if n != 'jacobian_stacked')}")
             fns.append(self if kind == "value" else getattr(self, kind))
-        fresh = list({f.key: f for f in fns if f._plan is None}.values())  # F.grad runs F.value_and_grad's kernel
-        for f in fresh:  # the Python stages (sympy holds the GIL): one after another
-            from . import build
+        fresh = list({f.key: f._runs() for f in fns if f._plan is None}.values())  # F.grad runs F.value_and_grad's
+        from . import build
+        groups = {}
+        for f in fresh:  # the Python stages, one after another
             shipped = f.__dict__.get("_shipped") or {}
             if build.load(f.key) is None and shipped.get("key") != f.key:  # (a pickle's library: _library)
-                f.kernel
-        if len(fresh) > 1:  # the C compilers run in parallel
+                k = f.kernel
+                groups.setdefault(k.cflags, []).append((f.key, k, f._meta()))
+        def compile_group(group):
+            ops = sum(k.ops for _, k, _ in group)
+            with stage(self.name, "C compile", lambda: f" ({len(group)} kernels, {ops} operations)",
+                       lambda: (ops, C_COMPILE_BASE + RATES["C compile"] * ops)):
+                build.build_many(group)
+        if len(groups) > 1:  # the C compilers run in parallel
             from concurrent.futures import ThreadPoolExecutor
-            with ThreadPoolExecutor(min(len(fresh), os.cpu_count() or 1)) as pool:
-                list(pool.map(lambda f: f._library(), fresh))
+            with ThreadPoolExecutor(min(len(groups), os.cpu_count() or 1)) as pool:
+                list(pool.map(compile_group, groups.values()))
+        else:
+            for group in groups.values():
+                compile_group(group)
         for f in fns:
             f._library()
         return self
@@ -573,7 +590,6 @@ def _weakly_referable(obj):
 
 
 PICKLE_FORMAT = 1
-_KINDS = ("value", "grad", "value_and_grad", "jacobian", "hessian", "hvp")
 
 
 def _unpickle(fmt, version, digest, state):

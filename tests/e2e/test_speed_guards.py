@@ -6,6 +6,7 @@ import pytest
 
 import symgrad
 
+import helpers  # noqa: E402,F401  (puts examples/ on sys.path)
 import accuracy  # noqa: E402
 
 

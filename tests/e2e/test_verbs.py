@@ -382,3 +382,46 @@ def test_hessian_of_pair_terms_vs_mpmath():
             want = float(mpmath.diff(ref, [mpmath.mpf(v) for v in x0], tuple(order)))
             assert H[i, j] == pytest.approx(want, rel=1e-13, abs=1e-14), (i, j)
     assert np.array_equal(H, H.T)
+
+
+def test_build_of_several_kinds_is_one_c_compile(caplog, monkeypatch, cache_dir):
+    """F.build(kinds=...) puts the kernels asked for into one library: one C compile (the cache
+    holds the same library under each kind's key); each kind then runs its own kernel from it,
+    and a kind asked for later compiles alone."""
+    import glob
+    import logging
+    import os
+
+    from symgrad import source
+    monkeypatch.setattr(logging.getLogger("symgrad.progress"), "propagate", True)
+    monkeypatch.setattr(source, "PROGRESS_SECONDS", 0.0)
+
+    def f(x, y):
+        return math.sin(x) * y ** 3 + math.exp(0.4375 * x * y)  # a function no other test compiles
+    F = symgrad.compile(f)
+    with caplog.at_level(logging.WARNING, logger="symgrad.progress"):
+        F.build(kinds=("value", "grad", "hessian"))
+        compiles = [r.getMessage() for r in caplog.records if "C compile took" in r.getMessage()]
+        assert len(compiles) == 1 and "(3 kernels," in compiles[0], compiles
+        libraries = []
+        for G in (F, F.grad, F.hessian):
+            [path] = [p for p in glob.glob(os.path.join(cache_dir, "**", f"_sg_{G.key}-*"), recursive=True)
+                      if not p.endswith((".c", ".json"))]
+            with open(path, "rb") as fh:
+                libraries.append(fh.read())
+        assert libraries[0] == libraries[1] == libraries[2]
+        caplog.clear()
+        x, y = np.array([0.3, -1.2]), np.array([0.7, 2.0])
+        e = np.exp(0.4375 * x * y)
+        np.testing.assert_allclose(F(x, y), np.sin(x) * y ** 3 + e, rtol=1e-15)
+        gx, gy = F.grad(x, y)
+        np.testing.assert_allclose(gx, np.cos(x) * y ** 3 + 0.4375 * y * e, rtol=1e-14)
+        np.testing.assert_allclose(gy, 3 * np.sin(x) * y ** 2 + 0.4375 * x * e, rtol=1e-14)
+        (hxx, hxy), (hyx, hyy) = F.hessian(x, y)
+        np.testing.assert_allclose(hxx, -np.sin(x) * y ** 3 + 0.4375 ** 2 * y * y * e, rtol=1e-14)
+        np.testing.assert_allclose(hxy, 3 * np.cos(x) * y ** 2 + 0.4375 * e + 0.4375 ** 2 * x * y * e, rtol=1e-14)
+        np.testing.assert_array_equal(hxy, hyx)
+        np.testing.assert_allclose(hyy, 6 * np.sin(x) * y + 0.4375 ** 2 * x * x * e, rtol=1e-14)
+        assert not [r for r in caplog.records if "C compile" in r.getMessage()]  # all three were built
+        F.jacobian(x, y)
+        assert len([r for r in caplog.records if "C compile took" in r.getMessage()]) == 1  # the Jacobian alone

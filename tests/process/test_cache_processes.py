@@ -46,6 +46,32 @@ def test_threads_on_and_off_and_cache_warm_or_cold_give_identical_results(tmp_pa
     assert warm[1] == "False"  # later ones traced and loaded the kernel
 
 
+LOSS = """
+    import sys
+    import numpy as np
+    import symgrad
+    X = np.linspace(0.0, 5.0, 5000)
+    Y = 2.0 * np.exp(-1.3 * X) + 0.5
+    def loss(p):  # a least-squares fit over closed-over data: the arrays stay loops
+        return np.sum((p[0] * np.exp(-p[1] * X) + p[2] - Y) ** 2)
+    L = symgrad.compile(loss, shapes=[(3,)])
+    F = symgrad.compile(lambda x, y: np.sin(x) * y ** 3, shapes=[(), ()])
+    F.build(kinds=("value", "grad", "hessian"))  # one library, stored under each kernel's key
+    v, g = L.value_and_grad(np.array([1.5, 1.0, 0.2]))
+    print(L.loops, repr(float(v)), [repr(float(t)) for t in g], F.hessian(0.3, 0.7), F(0.3, 0.7))
+    print("sympy" in sys.modules)
+"""
+
+
+def test_warm_processes_load_loops_and_libraries_of_several_kernels_without_sympy(tmp_path):
+    """A warm cache answers without sympy, also for a program whose arrays stayed loops, and
+    each kernel of a library built for several (F.build) loads in a new process."""
+    cache = str(tmp_path / "cache")
+    cold, warm = (run_python(LOSS, tmp_path, SYMGRAD_CACHE_DIR=cache).lines for _ in range(2))
+    assert cold[0] == warm[0] and cold[0].startswith("True ")
+    assert warm[1] == "False"
+
+
 MODEL_V1 = """
     import math
     SCALE = 2.0
