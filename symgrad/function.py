@@ -4,23 +4,22 @@ Every Function records its Python function's program once (at the first call of 
 any derivative taken from it; derivatives share that trace). The compiled kernel is found
 by a hash of that program and of everything else that decides the code (kind, argnums,
 dtype, options, symgrad, flags, CPU; not the compiler's name), so a cached kernel can only
-be the compiled form of what was traced in this process. sympy is imported only to build a
-missing kernel."""
+be the compiled form of what was traced in this process. The stages from program to loaded
+kernel live in pipeline.py, pickling in pickling.py; sympy is imported only for what needs
+it (.expr, programs whose arrays stayed loops, from_sympy)."""
 from __future__ import annotations
 
 import hashlib
-import math
-import os
-import pickle
 import weakref
 import re
 
 import numpy as np
 
 from . import calling, forksafe, options as _options
-from .source import C_COMPILE_BASE, RATES, PerObject, Source, stage
+from .source import PerObject, Source
 from .errors import ScalarUsedAsArray
 from .signature import TRACED, checked_keywords
+
 
 def c_identifier(name):
     """A valid ASCII C identifier for any name: the name itself where it is one, else the name
@@ -146,75 +145,16 @@ class Function:
 
     def derived(self):
         """This Function's results as a Program (the IR; derivatives taken, not optimised), or
-        for a function whose arrays stayed loops its loops.LoopProgram. A gradient program is
-        made once per Source (Source.derived): the one taken for F.grad is the one
-        F.value_and_grad and F.hvp build on."""
-        src = self._effective()
-        prog = src.program(self.name)
-        if prog.has_loops:
-            return self._loop_symbolic(src)
-        for i, (kind, nums) in enumerate(self._steps):
-            prog = self._step(prog, kind, nums, self._steps[:i])
-        return prog
-
-    def _loop_symbolic(self, src):
-        """The loops.LoopProgram of this Function's results."""
-        from . import loops
-        from .program import tangent_names
-        lp = src.loop_program(self.name)
-        with stage(self.c_name, "differentiate", expect=self._expect("differentiate")):
-            for kind, nums in self._steps:
-                tangents = tangent_names([a.name for a in lp.args], nums) if kind == "hvp" else ()
-                lp = loops.derive(lp, kind, nums, tangents)
-        return lp
-
-    def _step(self, prog, kind, nums, before):
-        """One derivative of ``prog``, the program of the steps ``before``: built by its kind
-        (transforms/kinds.py); the value-and-gradient program of a Source is made once
-        (Source.derived), and F.grad, F.value_and_grad and F.hvp build on it."""
-        from .transforms import derive
-        from .transforms.kinds import kind as kind_of
-        fn = self
-
-        class Context:
-            @staticmethod
-            def value_and_grad():
-                return fn._source.derived(before + (("value_and_grad", nums),),
-                                          lambda: derive.grad(prog, nums, with_value=True))
-        with stage(self.c_name, "differentiate", expect=self._expect("differentiate")):
-            return kind_of(kind).build(prog, nums, Context)
-
-    def _expect(self, what):
-        """(operations, seconds) expected of a stage: the traced program's size, about doubled
-        by each derivative taken, at that stage's rate (for the progress lines only)."""
-        def expect():
-            ops = self.traced.count_ops() * 2.2 ** len(self._steps)
-            return int(ops), RATES[what] * ops
-        return expect
+        for a function whose arrays stayed loops its loops.LoopProgram (pipeline.derived)."""
+        from . import pipeline
+        return pipeline.derived(self)
 
     def optimized(self):
-        """This Function's results as an optimised Program (what every target prints).
-        A gradient's is its value_and_grad kernel's without the value (_runs): the standalone
-        C prints the statements of the in-process kernel (the same bits, libm permitting)."""
+        """This Function's results as an optimised Program (what every target prints)."""
         with self._lock:
             if self._optimized is None:
-                from .errors import CompileError
-                from .transforms.optimize import optimize, only
-                shapes = self.result_shapes()
-                if self._runs() is not self:
-                    full = self._runs().optimized()
-                    self._optimized = only(full, full.outputs[len(full.outputs) - len(shapes):])
-                    return self._optimized
-                prog = self.derived()
-                if [o.shape for o in prog.outputs] != shapes:
-                    raise CompileError(f"{self.c_name}: results of shapes {[o.shape for o in prog.outputs]}"
-                                       f", expected {shapes} (a bug in symgrad)")
-                if self.loops:  # common subexpressions are shared as it is printed
-                    self._optimized = prog
-                    return prog
-                with stage(self.c_name, "optimize", lambda: f" ({prog.count_ops()} operations)",
-                           self._expect("optimize")):
-                    self._optimized = optimize(prog, self.options)
+                from . import pipeline
+                self._optimized = pipeline.optimized(self)
             return self._optimized
 
     @property
@@ -230,18 +170,8 @@ class Function:
             return self._runs().kernel
         with self._lock:
             if self._kernel is None:
-                from .build import vector_bits
-                from .render import pick, render
-                prog = self.optimized()
-                with stage(self.c_name, "generate C", expect=self._expect("generate C")):
-                    target = pick("cpu", self.dtype, self.options)
-                    if self.loops:
-                        from .render.loops import render_loops
-                        self._kernel = render_loops(prog, self.c_name, target, self.options, title=self.title)
-                    else:
-                        self._kernel = render(prog, self.c_name, target, vector_bits(), self.options,
-                                              title=self.title, optional=self._optional)
-                    self._kernel_bits = vector_bits()
+                from . import pipeline
+                self._kernel, self._kernel_bits = pipeline.kernel(self)
             return self._kernel
 
     @property
@@ -288,35 +218,11 @@ class Function:
         return CudaFunction(self)
 
     def _library(self):
-        """The loaded kernel: from the cache when one was built for this key, else the library
-        a pickle shipped for this very key (made a cache entry), else built now. The library
-        itself says what it computes (its kernel, dtype and result shapes); a library that
-        says otherwise than this Function expects is discarded and rebuilt."""
+        """The loaded kernel (pipeline.library: cached, shipped with a pickle, or built now)."""
         with self._lock:
             if self._plan is None:
-                from . import build, cache
-                key, f = self.key, self._runs()
-                meta = f._meta()
-                lib = build.load(key)
-                shipped = self.__dict__.pop("_shipped", None)  # a pickle's library, if built for this key
-                if lib is None and shipped is not None and shipped.get("key") == key:
-                    lib = build.adopt(key, shipped["bytes"], shipped["sha256"], shipped.get("info"))
-                if lib is not None and cache.library_meta(lib, key) != meta:
-                    cache.warn_once(("meta", key), f"the cached kernel {key[:12]} describes another "
-                                    "kernel; it is rebuilt")
-                    cache.discard(key)
-                    lib = None
-                if lib is None:
-                    k = f.kernel
-                    with stage(f.c_name, "C compile", lambda: f" ({k.ops} operations)",
-                               lambda: (k.ops, C_COMPILE_BASE + RATES["C compile"] * k.ops)):
-                        lib = build.build(key, k.source, k.cdecl, parts=k.parts, extra_flags=k.cflags, meta=meta)
-                if self.traced.data:
-                    calling.bind_data(lib, key, self.c_name, self.traced.data)
-                shapes = [tuple(s) for s in cache.library_meta(lib, key)["results"]]
-                skip = len(shapes) - len(self.result_shapes())  # the value, where F.grad runs F.value_and_grad's kernel
-                self._plan = calling.Plan(f.c_name, self.args, shapes[skip:], self.dtype, self._structure, lib,
-                                          self.options.stream_bytes, skip=[math.prod(x) for x in shapes[:skip]])
+                from . import pipeline
+                self._plan = pipeline.library(self)
             return self._plan
 
     def _meta(self):
@@ -455,26 +361,8 @@ class Function:
                 raise ValueError(f"build: unknown kind {kind!r}; expected some of "
                                  f"{', '.join(n for n in names if n != 'jacobian_stacked')}")
             fns.append(self if kind == "value" else getattr(self, kind))
-        fresh = list({f.key: f._runs() for f in fns if f._plan is None}.values())  # F.grad runs F.value_and_grad's
-        from . import build
-        groups = {}
-        for f in fresh:  # the Python stages, one after another
-            shipped = f.__dict__.get("_shipped") or {}
-            if build.load(f.key) is None and shipped.get("key") != f.key:  # (a pickle's library: _library)
-                k = f.kernel
-                groups.setdefault(k.cflags, []).append((f.key, k, f._meta()))
-        def compile_group(group):
-            ops = sum(k.ops for _, k, _ in group)
-            with stage(self.name, "C compile", lambda: f" ({len(group)} kernels, {ops} operations)",
-                       lambda: (ops, C_COMPILE_BASE + RATES["C compile"] * ops)):
-                build.build_many(group)
-        if len(groups) > 1:  # the C compilers run in parallel
-            from concurrent.futures import ThreadPoolExecutor
-            with ThreadPoolExecutor(min(len(groups), os.cpu_count() or 1)) as pool:
-                list(pool.map(compile_group, groups.values()))
-        else:
-            for group in groups.values():
-                compile_group(group)
+        from . import pipeline
+        pipeline.build_together([f._runs() for f in fns if f._plan is None])
         for f in fns:
             f._library()
         return self
@@ -557,24 +445,9 @@ class Function:
         return self._bound.get(obj, make)
 
     def __reduce__(self):
-        """Pickled by value: the traced program (never the Python function), shapes, structure,
-        dtype, options, the generated kernel source when it exists and, when its library is
-        loaded in this process, that library (bytes, SHA-256, key) for a worker without a compiler."""
-        if self._source.method:
-            raise TypeError(f"cannot pickle {self.py_name}: a method's Function is pickled bound to an "
-                            f"instance (pickle obj.{self.py_name}, not the class attribute)")
-        state = {"name": self.py_name, "dtype": str(self.dtype), "args": self.args, "options": self.options,
-                 "steps": self._steps, "structure": self._structure, "program": self.traced}
-        runs = self._runs()
-        if runs._kernel is not None:
-            state["kernel"] = (runs._kernel_bits, runs._kernel)
-        from . import build, cache
-        key = self.key
-        shipped = cache.library_bytes(key)  # read once per process, None if never loaded here
-        if shipped is not None:
-            state["library"] = {"key": key, "bytes": shipped[0], "sha256": shipped[1], "info": shipped[2]}
-        return _unpickle, (PICKLE_FORMAT, build.VERSION, build.source_digest(),
-                           pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL))
+        """Pickled by value (pickling.py): the traced program, never the Python function."""
+        from . import pickling
+        return _unpickle, pickling.reduce(self)
 
     def __repr__(self):
         args = ", ".join(f"{name}{list(shape)}" for name, shape in self.args)
@@ -589,36 +462,10 @@ def _weakly_referable(obj):
         return False
 
 
-PICKLE_FORMAT = 1
-
-
 def _unpickle(fmt, version, digest, state):
-    """A pickled Function, in this process: its header checked against this symgrad (an older
-    or newer one may trace, differentiate or lay out results otherwise) before its state (bytes)
-    is rebuilt, then called as it was. A shipped library is kept for _library, which uses it
-    only for the key it was built for."""
-    from . import build
-    if fmt != PICKLE_FORMAT or version != build.VERSION:
-        raise pickle.UnpicklingError(
-            f"this pickle holds a Function of symgrad {version} (pickle format {fmt}), but this is symgrad "
-            f"{build.VERSION} (format {PICKLE_FORMAT}): pickle it again with this version, or install "
-            f"symgrad=={version} where it is loaded")
-    if digest != build.source_digest():
-        raise pickle.UnpicklingError(
-            f"this pickle holds a Function of another build of symgrad {version} (its source differs from "
-            "this installation's): install the same symgrad everywhere the Function travels")
-    state = pickle.loads(state)
-    f = Function(state["name"], Source(program=state["program"]), state["dtype"], args=state["args"],
-                 options=state["options"], steps=state["steps"], structure=state["structure"])
-    bits, kernel = state.get("kernel", (None, None))
-    if kernel is not None:
-        from .build import vector_bits
-        if bits == vector_bits():  # rendered for this CPU's vector width: no sympy needed here
-            runs = f._runs()
-            runs._kernel, runs._kernel_bits = kernel, bits
-    if isinstance(state.get("library"), dict):
-        f._shipped = state["library"]
-    return f
+    """A pickled Function, in this process (pickling.restore checks that this symgrad may)."""
+    from . import pickling
+    return pickling.restore(fmt, version, digest, state, Function, Source)
 
 
 def _each_leaf(structure, f):

@@ -1,0 +1,147 @@
+"""The pipeline of one Function, stage by stage (each memoised on the Function by its facade,
+function.py): derivatives taken (transforms/), optimised, rendered (render/), built into a
+loaded library (build.py) and bound for calls (calling.py). Each stage reports itself when it
+is slow (source.stage)."""
+from __future__ import annotations
+
+import math
+import os
+
+from . import calling
+from .source import C_COMPILE_BASE, RATES, stage
+
+
+def derived(fn):
+    """Function ``fn``'s results as a Program, derivatives taken, or for a function whose arrays
+    stayed loops its loops.LoopProgram. The value-and-gradient program of a Source is made once
+    (Source.derived): F.grad, F.value_and_grad and F.hvp build on it."""
+    src = fn._effective()
+    prog = src.program(fn.name)
+    if prog.has_loops:
+        return _loop_program(fn, src)
+    for i, (kind, nums) in enumerate(fn._steps):
+        prog = _step(fn, prog, kind, nums, fn._steps[:i])
+    return prog
+
+
+def _loop_program(fn, src):
+    from . import loops
+    from .program import tangent_names
+    lp = src.loop_program(fn.name)
+    with stage(fn.c_name, "differentiate", expect=expect(fn, "differentiate")):
+        for kind, nums in fn._steps:
+            tangents = tangent_names([a.name for a in lp.args], nums) if kind == "hvp" else ()
+            lp = loops.derive(lp, kind, nums, tangents)
+    return lp
+
+
+def _step(fn, prog, kind, nums, before):
+    """One derivative of ``prog`` (the program of the steps ``before``), built by its kind."""
+    from .transforms import derive
+    from .transforms.kinds import kind as kind_of
+
+    class Context:
+        @staticmethod
+        def value_and_grad():
+            return fn._source.derived(before + (("value_and_grad", nums),),
+                                      lambda: derive.grad(prog, nums, with_value=True))
+    with stage(fn.c_name, "differentiate", expect=expect(fn, "differentiate")):
+        return kind_of(kind).build(prog, nums, Context)
+
+
+def expect(fn, what):
+    """(operations, seconds) expected of a stage: the traced program's size, about doubled by
+    each derivative taken, at that stage's rate (for the progress lines only)."""
+    def guess():
+        ops = fn.traced.count_ops() * 2.2 ** len(fn._steps)
+        return int(ops), RATES[what] * ops
+    return guess
+
+
+def optimized(fn):
+    """The optimised program every target prints. A gradient's is its value_and_grad kernel's
+    without the value (Function._runs): the standalone C prints the statements of the
+    in-process kernel (the same bits, libm permitting)."""
+    from .errors import CompileError
+    from .transforms.optimize import optimize, only
+    shapes = fn.result_shapes()
+    if fn._runs() is not fn:
+        full = fn._runs().optimized()
+        return only(full, full.outputs[len(full.outputs) - len(shapes):])
+    prog = fn.derived()
+    if [o.shape for o in prog.outputs] != shapes:
+        raise CompileError(f"{fn.c_name}: results of shapes {[o.shape for o in prog.outputs]}"
+                           f", expected {shapes} (a bug in symgrad)")
+    if fn.loops:  # common subexpressions are shared as it is printed
+        return prog
+    with stage(fn.c_name, "optimize", lambda: f" ({prog.count_ops()} operations)", expect(fn, "optimize")):
+        return optimize(prog, fn.options)
+
+
+def kernel(fn):
+    """(the in-process CPU kernel, the vector width it was rendered for)."""
+    from .build import vector_bits
+    from .render import pick, render
+    prog = fn.optimized()
+    with stage(fn.c_name, "generate C", expect=expect(fn, "generate C")):
+        target = pick("cpu", fn.dtype, fn.options)
+        if fn.loops:
+            from .render.loops import render_loops
+            return render_loops(prog, fn.c_name, target, fn.options, title=fn.title), vector_bits()
+        return render(prog, fn.c_name, target, vector_bits(), fn.options, title=fn.title,
+                      optional=fn._optional), vector_bits()
+
+
+def library(fn):
+    """The calling.Plan of ``fn``'s loaded kernel: from the cache when one was built for its key,
+    else the library a pickle shipped for this very key (made a cache entry), else built now.
+    The library itself says what it computes (its kernel, dtype and result shapes); one that
+    says otherwise than ``fn`` expects is discarded and rebuilt."""
+    from . import build, cache
+    key, f = fn.key, fn._runs()
+    meta = f._meta()
+    lib = build.load(key)
+    shipped = fn.__dict__.pop("_shipped", None)  # a pickle's library, if built for this key
+    if lib is None and shipped is not None and shipped.get("key") == key:
+        lib = build.adopt(key, shipped["bytes"], shipped["sha256"], shipped.get("info"))
+    if lib is not None and cache.library_meta(lib, key) != meta:
+        cache.warn_once(("meta", key), f"the cached kernel {key[:12]} describes another kernel; it is rebuilt")
+        cache.discard(key)
+        lib = None
+    if lib is None:
+        k = f.kernel
+        with stage(f.c_name, "C compile", lambda: f" ({k.ops} operations)",
+                   lambda: (k.ops, C_COMPILE_BASE + RATES["C compile"] * k.ops)):
+            lib = build.build(key, k.source, k.cdecl, parts=k.parts, extra_flags=k.cflags, meta=meta)
+    if fn.traced.data:
+        calling.bind_data(lib, key, fn.c_name, fn.traced.data)
+    shapes = [tuple(s) for s in cache.library_meta(lib, key)["results"]]
+    skip = len(shapes) - len(fn.result_shapes())  # the value, where F.grad runs F.value_and_grad's kernel
+    return calling.Plan(f.c_name, fn.args, shapes[skip:], fn.dtype, fn._structure, lib,
+                        fn.options.stream_bytes, skip=[math.prod(x) for x in shapes[:skip]])
+
+
+def build_together(fns):
+    """Compile the kernels of Functions ``fns`` not built yet into one library per set of
+    compiler flags (build.build_many: one C compile each, in parallel): the Python stages one
+    after another, then the compilers."""
+    from . import build
+    groups = {}
+    for f in {f.key: f for f in fns}.values():
+        shipped = f.__dict__.get("_shipped") or {}
+        if build.load(f.key) is None and shipped.get("key") != f.key:  # (a pickle's library: library())
+            k = f.kernel
+            groups.setdefault(k.cflags, []).append((f.key, k, f._meta(), f.name))
+
+    def compile_group(group):
+        ops = sum(k.ops for _, k, _, _ in group)
+        with stage(group[0][3], "C compile", lambda: f" ({len(group)} kernels, {ops} operations)",
+                   lambda: (ops, C_COMPILE_BASE + RATES["C compile"] * ops)):
+            build.build_many([(key, k, meta) for key, k, meta, _ in group])
+    if len(groups) > 1:
+        from concurrent.futures import ThreadPoolExecutor
+        with ThreadPoolExecutor(min(len(groups), os.cpu_count() or 1)) as pool:
+            list(pool.map(compile_group, groups.values()))
+    else:
+        for group in groups.values():
+            compile_group(group)
