@@ -8,6 +8,7 @@ numpy computes (NaN, ±inf), so nothing complex ever reaches the printer."""
 from __future__ import annotations
 
 import math
+import sys
 import warnings
 from dataclasses import dataclass
 from fractions import Fraction
@@ -15,9 +16,10 @@ from fractions import Fraction
 import numpy as np
 import sympy as sp
 from sympy.functions.elementary.piecewise import ExprCondPair
-from sympy.codegen.cfunctions import exp2, expm1, hypot
+from sympy.codegen import cfunctions as cf
 
 from . import realfns as R
+from .ir import ops as _registry
 from .program import Program, const_value
 
 
@@ -273,7 +275,7 @@ def _pow(a, b, negative_zero=False):
 _IEEE = {"div": _div, "pow": _pow}
 
 
-def _relation(rel, negate=False):
+def relation(rel, negate=False):
     def f(a, b):
         if a is sp.nan or b is sp.nan:
             return sp.true if negate else sp.false  # IEEE: only != holds
@@ -285,32 +287,7 @@ def _relation(rel, negate=False):
     return f
 
 
-# op -> sympy constructor on sympy arguments
-OPS = {
-    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
-    "neg": lambda a: -a, "abs": R.Abs, "sign": R.Sign, "floor": R.Floor, "ceil": R.Ceiling,
-    "trunc": R.Trunc, "copysign": R.copysign, "cbrt": R.Cbrt, "round": R.Round, "mod": R.Mod,
-    "fmod": R.Fmod, "remainder": R.Remainder, "floordiv": R.FloorDiv,
-    "sin": sp.sin, "cos": sp.cos, "tan": sp.tan, "asin": R.Asin, "acos": R.Acos, "atan": sp.atan,
-    "sinh": sp.sinh, "cosh": sp.cosh, "tanh": R.Tanh, "asinh": sp.asinh, "acosh": R.Acosh,
-    "atanh": R.Atanh, "exp": sp.exp, "expm1": expm1, "exp2": exp2, "log": R.Log, "log1p": R.Log1p,
-    "log2": R.Log2, "log10": R.Log10, "sqrt": lambda a: R.RealPow(a, sp.S.Half), "erf": sp.erf,
-    "erfc": sp.erfc, "gamma": sp.gamma,
-    "lgamma": sp.loggamma, "atan2": sp.atan2,
-    "degrees": lambda a: a * (180 / sp.pi), "radians": lambda a: a * (sp.pi / 180),
-    "hypot": lambda *xs: hypot(*xs) if len(xs) == 2 else sp.sqrt(sp.Add(*[x * x for x in xs])),
-    "fsum": lambda *xs: sp.Add(*xs),
-    "sech2": R.Sech2, "polygamma": lambda m, x: sp.polygamma(m, x),
-    "lt": _relation(sp.Lt), "le": _relation(sp.Le), "gt": _relation(sp.Gt), "ge": _relation(sp.Ge),
-    "eq": _relation(sp.Eq), "ne": _relation(sp.Ne, negate=True),
-    "isnan": R.IsNan, "isinf": R.IsInf, "isfinite": lambda a: sp.Not(R.IsNan(a) | R.IsInf(a)),
-    "and": lambda a, b: sp.And(_bool(a), _bool(b)), "or": lambda a, b: sp.Or(_bool(a), _bool(b)),
-    "not": lambda a: R.Negation(_bool(a)),  # (sympy's Not(x > 0) is x <= 0: wrong for NaN)
-    "select": lambda c, a, b: _select(_bool(c), a, b),
-}
-
-
-def _select(c, a, b):
+def select(c, a, b):
     """a where c holds, else b: a Piecewise built as it is (sympy's evaluation of a Piecewise
     costs more than everything else in a long chain of selects, and adds nothing here)."""
     if c is sp.true or a == b:
@@ -320,16 +297,15 @@ def _select(c, a, b):
     return sp.Piecewise((a, c), (b, True), evaluate=False)
 
 
-def _bool(c):
+def boolean(c):
     """A condition; a number (a constant condition) is true unless it is 0."""
     return (sp.true if c != 0 else sp.false) if isinstance(c, sp.Number) else c
 
-# numpy's float64 value of an op, where sympy's value of number arguments is not real
-_FLOAT = {
-    "asin": np.arcsin, "acos": np.arccos, "acosh": np.arccosh, "atanh": np.arctanh, "log": np.log,
-    "log1p": np.log1p, "log2": np.log2, "log10": np.log10, "sqrt": np.sqrt, "gamma": math.gamma,
-    "lgamma": math.lgamma, "hypot": math.hypot, "atan2": np.arctan2,
-}
+# op -> sympy constructor on sympy arguments (each op's sympy form is in the registry)
+OPS = {name: form(sys.modules[__name__]) for name, form in _registry.SYMPY.items()}
+# ops whose sympy value of numbers may leave the reals: numpy's float64 value instead
+_FLOAT = ("asin", "acos", "acosh", "atanh", "log", "log1p", "log2", "log10", "sqrt", "gamma", "lgamma", "hypot",
+          "atan2")
 
 
 def _apply(op, operands):
@@ -341,7 +317,7 @@ def _apply(op, operands):
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         try:
-            v = float(_FLOAT[op](*[float(a) for a in operands]))
-        except (ValueError, OverflowError, ZeroDivisionError):  # a pole of gamma: as C's tgamma, lgamma
-            v = math.inf if op == "lgamma" or float(operands[0]) == 0 else math.nan
+            v = float(_registry.OPS[op].value(*[np.float64(float(a)) for a in operands]))
+        except (ValueError, OverflowError, ZeroDivisionError):
+            v = math.nan
     return _number(("const", "f", float.hex(v)))

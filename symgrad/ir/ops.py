@@ -1,11 +1,13 @@
 """Every operation of the IR, defined once: arity, its numpy value (constant folding and the
-IR interpreter), its local partial derivatives as IR builders, and its C spelling.
+IR interpreter), its local partial derivatives as IR builders, its C spelling, the names
+Python's math module and numpy give it (the tracer's tables: symgrad/ops.py), and its sympy
+form (the edge: symbolic.py builds .expr with it, from_sympy reads programs back).
 
 The derivative rules (``partials``) take a builder (transforms/build.py's Graph) and the
 operand node indices and return one node per operand: its partial, or None where it is 0
 (structurally: the branch of a select, a step). Conditions (comparisons, tests, logic) are
 ops too; they give 0/1 and have no derivative. No sympy here: the sympy forms of the ops
-live at the edge (symbolic.py)."""
+are spelled here as functions of the edge module, so nothing here imports sympy."""
 from __future__ import annotations
 
 import math
@@ -50,8 +52,10 @@ def _vec(f):
 
 
 def _gamma(x):
-    if x == math.floor(x) and x <= 0:
-        return math.nan  # C's tgamma at a pole (math.gamma raises)
+    if x == 0:
+        return math.copysign(math.inf, x)  # C's tgamma at a pole (math.gamma raises)
+    if x == math.floor(x) and x < 0:
+        return math.nan
     try:
         return math.gamma(x)
     except OverflowError:
@@ -230,3 +234,56 @@ op("isinf", 1, np.isinf, None, lambda a, T: f"isinf({a[0]})", condition=True)
 op("isfinite", 1, np.isfinite, None, lambda a, T: f"isfinite({a[0]})", condition=True)
 
 CALLS = frozenset(n for n, o in OPS.items() if isinstance(o.c, str) or n in ("hypot", "polygamma")) - {"pow"}
+
+
+# -- what Python and numpy call each op (read by the tracer, symgrad/ops.py) --------------------
+_SAME_IN_MATH = ("sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh",
+                 "exp", "expm1", "exp2", "log", "log1p", "log2", "log10", "sqrt", "cbrt", "erf", "erfc", "gamma",
+                 "lgamma", "degrees", "radians", "floor", "ceil", "trunc", "atan2", "copysign", "pow", "fmod",
+                 "remainder", "isnan", "isinf", "isfinite")
+MATH_NAMES = {**{n: n for n in _SAME_IN_MATH}, "fabs": "abs"}  # math.<name> -> op
+NUMPY_NAMES = {  # numpy.<ufunc> -> op (gamma, lgamma, erf, erfc are scipy.special's, not numpy's)
+    **{n: n for n in _SAME_IN_MATH if n not in ("gamma", "lgamma", "erf", "erfc", "pow", "remainder", "fmod")},
+    "sign": "sign", "arcsin": "asin", "arccos": "acos", "arctan": "atan", "arcsinh": "asinh",
+    "arccosh": "acosh", "arctanh": "atanh", "arctan2": "atan2", "absolute": "abs", "fabs": "abs",
+    "deg2rad": "radians", "rad2deg": "degrees", "hypot": "hypot", "power": "pow", "float_power": "pow",
+    "add": "add", "subtract": "sub", "multiply": "mul", "divide": "div", "true_divide": "div",
+    "negative": "neg", "greater": "gt", "greater_equal": "ge", "less": "lt", "less_equal": "le",
+    "equal": "eq", "not_equal": "ne", "logical_and": "and", "logical_or": "or", "logical_not": "not",
+    "rint": "round", "fix": "trunc", "mod": "mod", "remainder": "mod", "fmod": "fmod",
+    "floor_divide": "floordiv"}
+LOGIC = ("and", "or", "not")
+
+# -- the sympy form of each op, a function of the edge module m (symbolic.py: m.sp is sympy,
+# m.R symgrad's real functions, m.cf sympy's C functions, m.relation / m.select / m.boolean
+# its IEEE-faithful constructors) -> the sympy constructor on sympy arguments
+SYMPY = {
+    "add": lambda m: lambda a, b: a + b, "sub": lambda m: lambda a, b: a - b,
+    "mul": lambda m: lambda a, b: a * b, "neg": lambda m: lambda a: -a,
+    "abs": lambda m: m.R.Abs, "sign": lambda m: m.R.Sign, "floor": lambda m: m.R.Floor,
+    "ceil": lambda m: m.R.Ceiling, "trunc": lambda m: m.R.Trunc, "copysign": lambda m: m.R.copysign,
+    "cbrt": lambda m: m.R.Cbrt, "round": lambda m: m.R.Round, "mod": lambda m: m.R.Mod,
+    "fmod": lambda m: m.R.Fmod, "remainder": lambda m: m.R.Remainder, "floordiv": lambda m: m.R.FloorDiv,
+    "sin": lambda m: m.sp.sin, "cos": lambda m: m.sp.cos, "tan": lambda m: m.sp.tan,
+    "asin": lambda m: m.R.Asin, "acos": lambda m: m.R.Acos, "atan": lambda m: m.sp.atan,
+    "sinh": lambda m: m.sp.sinh, "cosh": lambda m: m.sp.cosh, "tanh": lambda m: m.R.Tanh,
+    "asinh": lambda m: m.sp.asinh, "acosh": lambda m: m.R.Acosh, "atanh": lambda m: m.R.Atanh,
+    "exp": lambda m: m.sp.exp, "expm1": lambda m: m.cf.expm1, "exp2": lambda m: m.cf.exp2,
+    "log": lambda m: m.R.Log, "log1p": lambda m: m.R.Log1p, "log2": lambda m: m.R.Log2,
+    "log10": lambda m: m.R.Log10, "sqrt": lambda m: lambda a: m.R.RealPow(a, m.sp.S.Half),
+    "erf": lambda m: m.sp.erf, "erfc": lambda m: m.sp.erfc, "gamma": lambda m: m.sp.gamma,
+    "lgamma": lambda m: m.sp.loggamma, "atan2": lambda m: m.sp.atan2,
+    "degrees": lambda m: lambda a: a * (180 / m.sp.pi), "radians": lambda m: lambda a: a * (m.sp.pi / 180),
+    "hypot": lambda m: lambda *xs: m.cf.hypot(*xs) if len(xs) == 2 else m.sp.sqrt(m.sp.Add(*[x * x for x in xs])),
+    "fsum": lambda m: lambda *xs: m.sp.Add(*xs), "sech2": lambda m: m.R.Sech2,
+    "polygamma": lambda m: lambda k, x: m.sp.polygamma(k, x),
+    "lt": lambda m: m.relation(m.sp.Lt), "le": lambda m: m.relation(m.sp.Le),
+    "gt": lambda m: m.relation(m.sp.Gt), "ge": lambda m: m.relation(m.sp.Ge),
+    "eq": lambda m: m.relation(m.sp.Eq), "ne": lambda m: m.relation(m.sp.Ne, negate=True),
+    "isnan": lambda m: m.R.IsNan, "isinf": lambda m: m.R.IsInf,
+    "isfinite": lambda m: lambda a: m.sp.Not(m.R.IsNan(a) | m.R.IsInf(a)),
+    "and": lambda m: lambda a, b: m.sp.And(m.boolean(a), m.boolean(b)),
+    "or": lambda m: lambda a, b: m.sp.Or(m.boolean(a), m.boolean(b)),
+    "not": lambda m: lambda a: m.R.Negation(m.boolean(a)),  # (sympy's Not(x > 0) is x <= 0: wrong for NaN)
+    "select": lambda m: lambda c, a, b: m.select(m.boolean(c), a, b),
+}

@@ -45,24 +45,39 @@ def _zero_select(g, i):
 
 
 def _guarded(g, x):
-    """(C, v) where node ``x`` is select(C, v, 0) with v no such select: nested selects with a
-    0 branch (adjoints through a chain of np.where, np.max) as one condition, the conjunction
-    of the conditions along the way (each a node, memoised: a chain costs one node a link).
-    None where ``x`` is not such a select."""
+    """(C, v) where node ``x`` equals select(C, v, 0) at run time, v no such select: nested
+    selects with a 0 branch (adjoints through np.where, np.max chains) give the conjunction of
+    their conditions, a negation (-v) or a sum or difference of such (itself, under the disjunction:
+    where no term's condition holds every term is 0) is one too. Each condition is a node,
+    memoised: a chain costs one node a link. None where ``x`` is not such a node."""
     memo = g.__dict__.setdefault("_guards", {})
-    path = []
-    while x not in memo:
-        z = _zero_select(g, x)
-        if z is None:
-            memo[x] = None
-            break
-        path.append((x, z))
-        x = z[2]
-    for node, (c, k, v) in reversed(path):
-        taken = c if k == 0 else g.node("not", c)
-        inner = memo[v]
-        memo[node] = (taken, v) if inner is None else (g.node("and", taken, inner[0]), inner[1])
-    return memo[path[0][0]] if path else memo[x]
+    stack = [x]
+    while stack:
+        i = stack[-1]
+        if i in memo:
+            stack.pop()
+            continue
+        n = g.nodes[i]
+        z = _zero_select(g, i)
+        deps = [z[2]] if z is not None else list(n[1:]) if n[0] in ("neg", "add", "sub") else []
+        todo = [d for d in deps if d not in memo]
+        if todo:
+            stack.extend(todo)
+            continue
+        stack.pop()
+        if z is not None:
+            c, k, v = z
+            taken = c if k == 0 else g.node("not", c)
+            inner = memo[v]
+            memo[i] = (taken, v) if inner is None else (g.node("and", taken, inner[0]), inner[1])
+        elif n[0] == "neg" and memo[n[1]] is not None:
+            memo[i] = (memo[n[1]][0], g.neg(memo[n[1]][1]))
+        elif n[0] in ("add", "sub") and memo[n[1]] is not None and memo[n[2]] is not None:
+            c1, c2 = memo[n[1]][0], memo[n[2]][0]
+            memo[i] = (c1 if c1 == c2 else g.node("or", c1, c2), i)
+        else:
+            memo[i] = None
+    return memo[x]
 
 
 def _within(g, x, c, k):

@@ -110,6 +110,21 @@ def test_branch_not_taken_stays_zero_at_every_order():
     assert float(evaluate(g, 4.0)[0]) == pytest.approx(1.25 * 4.0 ** 0.25, rel=1e-15)
 
 
+def test_untaken_branch_stays_zero_through_negated_and_summed_adjoints():
+    """The third derivative through atan2 of a select whose untaken branch is NaN (a negative
+    base to a power): adjoints negated (-select) and summed over different conditions stay
+    guarded (a fuzz find; a leak here was a NaN)."""
+    def f(z0, z1, z2):
+        return np.arctan2(np.where(math.fabs(z1) > 1 ** z2, math.log1p(z2), math.pow(z0, z2)), math.fabs(-2))
+    z = (-0.5595630030294418, -1.0126182323270676, -0.02328700516982707)
+    prog = trace(f, [(), (), ()])
+    third = evaluate(derive.jacobian(derive.hessian(prog, (0, 1, 2)), (2,)), *z)
+    want = mpmath.diff(lambda t: mpmath.atan2(mpmath.log1p(t), 2), mpmath.mpf(z[2]), 3)
+    assert float(third[-1]) == pytest.approx(float(want), rel=1e-13)
+    assert [float(v) for v in third[:-3]] == [0.0] * (len(third) - 3)
+    assert float(evaluate(derive.nth(prog, 3, 2), *z)[0]) == pytest.approx(float(want), rel=1e-13)
+
+
 def _rosen(x):
     return np.sum(100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2) + np.max(np.sin(x) * x)
 
