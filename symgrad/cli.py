@@ -19,6 +19,8 @@ import importlib.util
 import os
 import sys
 
+from .transforms.kinds import kernel_kinds
+
 
 SHOW_LIMIT = 400  # operations of a closed form worth printing; larger: the straight-line program
 
@@ -94,7 +96,7 @@ def _parser():
     g.add_argument("--out", required=True, metavar="DIR", help="directory for NAME.h, NAME.c (NAME.cu)")
     g.add_argument("--name", help="prefix of the files and kernels (default: the function's name)")
     g.add_argument("--shapes", help='core shape of each argument, e.g. "[(8,), ()]" (default: scalars)')
-    for kind in ("value", "grad", "hessian", "jacobian"):
+    for kind in kernel_kinds():
         g.add_argument(f"--{kind}", action="store_true", help=f"a {kind} kernel")
     g.add_argument("--derivative", type=int, action="append", default=[], metavar="N",
                    help="the N-th derivative by the first (scalar) argument (repeatable)")
@@ -108,7 +110,7 @@ def _parser():
     s.add_argument("function", metavar="MODULE:FUNCTION")
     s.add_argument("--shapes")
     which = s.add_mutually_exclusive_group()
-    for kind in ("grad", "hessian", "jacobian"):
+    for kind in kernel_kinds()[1:]:
         which.add_argument(f"--{kind}", action="store_true")
     which.add_argument("--derivative", type=int, metavar="N")
     s.add_argument("--latex", action="store_true", help="LaTeX instead of sympy's pretty form")
@@ -122,7 +124,7 @@ def _parser():
 
 def _generate(a, F):
     from .codegen import sources, write_files
-    kinds = [k for k in ("value", "grad", "hessian", "jacobian") if getattr(a, k)]
+    kinds = [k for k in kernel_kinds() if getattr(a, k)]
     kinds += [f"d{n}" for n in a.derivative]
     for n in a.derivative:
         if n < 1:
@@ -140,8 +142,8 @@ def _show(a, F):
     import sympy as sp
     if a.derivative is not None and a.derivative < 0:
         raise Usage(f"--derivative needs an order of at least 0, got {a.derivative}")
-    G = F.hessian if a.hessian else F.jacobian if a.jacobian else F.grad if a.grad else \
-        F.derivative(a.derivative) if a.derivative is not None else F
+    asked = [k for k in kernel_kinds()[1:] if getattr(a, k)]
+    G = getattr(F, asked[0]) if asked else F.derivative(a.derivative) if a.derivative is not None else F
     print(f"# {G.title}, traced program of {G.traced.count_ops()} operations")
     if G.loops:  # no closed form, no straight-line program to print
         print(f"# its arrays stayed loops (those of at least {F.options.loop_min_size} entries): "

@@ -13,21 +13,21 @@ import re
 import tempfile
 from pathlib import Path
 
-KINDS = ("value", "grad", "hessian", "jacobian")
-
-
 def functions(F, kinds):
-    """(kernel kind, Function) for each kind: value, grad, hessian, jacobian, d<N>."""
+    """(kernel kind, Function) for each kind: value, grad, hessian, jacobian, d<N>
+    (transforms/kinds.kernel_kinds)."""
+    from .transforms.kinds import kernel_kinds
+    offered = kernel_kinds()
     out = []
     for kind in kinds:
         if kind == "value":
             out.append((kind, F))
-        elif kind in KINDS:
+        elif kind in offered:
             out.append((kind, getattr(F, kind)))
         elif re.fullmatch(r"d[1-9][0-9]*", kind):
             out.append((kind, F.derivative(int(kind[1:]))))
         else:
-            raise ValueError(f"unknown kernel kind {kind!r}: use value, grad, hessian, jacobian or d<N> (d2, d3, ...)")
+            raise ValueError(f"unknown kernel kind {kind!r}: use {', '.join(offered)} or d<N> (d2, d3, ...)")
     return out
 
 

@@ -89,6 +89,12 @@ def _within(g, x, c, k):
     return x
 
 
+def _guard(g, c, v):
+    """select(c, v, 0), written select(b, 0, v) where c is not(b)."""
+    n = g.nodes[c]
+    return g.select(n[1], None, v) if n[0] == "not" else g.select(c, v, None)
+
+
 def times(g, a, p):
     """a * p, a product by a select with a 0 branch taken inside it (see the module's note):
     select(C, v, 0) * p is select(C, v * p, 0), C the conjunction of the conditions of nested
@@ -103,12 +109,12 @@ def times(g, a, p):
         return g.mul(a, p)
     if ga is not None and gp is not None:
         c = ga[0] if ga[0] == gp[0] else g.node("and", ga[0], gp[0])
-        return g.select(c, g.mul(ga[1], gp[1]), None)
+        return _guard(g, c, g.mul(ga[1], gp[1]))
     (c, v), y = (ga, p) if ga is not None else (gp, a)
     n = g.nodes[c]
-    if n[0] != "and":  # y where c holds: a select of the same condition is its branch
+    if n[0] not in ("and", "or"):  # y where c holds: a select of the same condition is its branch
         y = _within(g, y, n[1], 1) if n[0] == "not" else _within(g, y, c, 0)
-    return g.select(c, g.mul(v, y), None)
+    return _guard(g, c, g.mul(v, y))
 
 
 def cone(g, refs):
