@@ -118,10 +118,17 @@ SYMGRAD_FN float symgrad_sech2f(float x) {
 
 /* math.fsum: the exactly rounded sum of p[0..n) (Shewchuk's partials, as CPython's fsum),
  * computed in place in p. An infinity gives itself, inf - inf and NaN give NaN (where Python
- * raises); a sum that overflows gives inf (where Python raises OverflowError). */
+ * raises); terms whose partial sums could overflow are summed scaled by a power of two and
+ * scaled back (a sum past the largest double is inf, where Python raises OverflowError). */
 SYMGRAD_FN double symgrad_fsum(int n, double *p) {
-    double special = 0.0;
+    double special = 0.0, big = 0.0, scale = 1.0;
     int m = 0, k, i, j;
+    for (k = 0; k < n; ++k)
+        if (!isinf(p[k]) && !isnan(p[k]) && fabs(p[k]) > big) big = fabs(p[k]);
+    if (big > 1.7976931348623157e308 / n) {
+        while (scale < n) scale *= 2.0;
+        for (k = 0; k < n; ++k) p[k] /= scale;
+    }
     for (k = 0; k < n; ++k) {
         double x = p[k];
         if (isinf(x) || isnan(x)) { special += x; continue; }
@@ -148,13 +155,19 @@ SYMGRAD_FN double symgrad_fsum(int n, double *p) {
         double y = lo * 2.0, x = hi + y;
         if (y == x - hi) hi = x;
     }
-    return hi;
+    return hi * scale;
 }
 
 /* The same in float. */
 SYMGRAD_FN float symgrad_fsumf(int n, float *p) {
-    float special = 0.0f;
+    float special = 0.0f, big = 0.0f, scale = 1.0f;
     int m = 0, k, i, j;
+    for (k = 0; k < n; ++k)
+        if (!isinf(p[k]) && !isnan(p[k]) && fabsf(p[k]) > big) big = fabsf(p[k]);
+    if (big > 3.4028234663852886e38f / n) {
+        while (scale < n) scale *= 2.0f;
+        for (k = 0; k < n; ++k) p[k] /= scale;
+    }
     for (k = 0; k < n; ++k) {
         float x = p[k];
         if (isinf(x) || isnan(x)) { special += x; continue; }
@@ -181,7 +194,7 @@ SYMGRAD_FN float symgrad_fsumf(int n, float *p) {
         float y = lo * 2.0f, x = hi + y;
         if (y == x - hi) hi = x;
     }
-    return hi;
+    return hi * scale;
 }
 
 #endif

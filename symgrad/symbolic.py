@@ -16,7 +16,7 @@ from fractions import Fraction
 import numpy as np
 import sympy as sp
 from sympy.functions.elementary.piecewise import ExprCondPair
-from sympy.codegen import cfunctions as cf
+from sympy.codegen import cfunctions as cf  # noqa: F401  (the registry's sympy forms read m.cf)
 
 from . import realfns as R
 from .ir import ops as _registry

@@ -122,6 +122,11 @@ class Graph:
             r = self._divisor(x)
             if r is not None:  # y * (1/r) is y / r: one rounding, the division as written
                 return self.div(y, r)
+            n = self.nodes[x]
+            if n[0] == "div" and n[2] == y:  # y * (p/y) is p: derivatives of x*log(x) at 1e300
+                return n[1]  # (x * ((1/x)/x) underflows)
+            if n[0] == "neg" and self.nodes[n[1]][0] == "div" and self.nodes[n[1]][2] == y:
+                return self.neg(self.nodes[n[1]][1])
         if self.nodes[a][0] == "neg" and self.nodes[b][0] == "neg":
             return self.mul(self.nodes[a][1], self.nodes[b][1])
         if self.nodes[b][0] == "neg" and not self.is_const(a):
@@ -173,8 +178,13 @@ class Graph:
         return self.const(self.value(i) + k)
 
     def const_sub(self, i, k):
+        """The constant ``i`` - k, exactly: a float stays a float where the difference is one
+        (an exponent 0.5 - 1 is the float -0.5: pow, as Python computes x ** -0.5)."""
         v = self.value(i)
-        return self.const(Fraction(v) - k if isinstance(v, float) and math.isfinite(v) else v - k)
+        if isinstance(v, float) and math.isfinite(v):
+            r = Fraction(v) - k
+            return self.const(float(r) if float(r) == r else r)
+        return self.const(v - k)
 
     def sum(self, terms):
         """The sum of ``terms`` (None entries are 0) in a balanced tree; None if all are 0."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Callable, Optional
 
 import numpy as np
@@ -97,7 +98,7 @@ def _d_pow(g, t, a, b):
 
 
 def _inv_sqrt(g, x):
-    return g.pow(x, g.const(-0.5))
+    return g.pow(x, g.const(Fraction(-1, 2)))  # printed 1/sqrt(x): NaN below 0, where pow(-inf, -0.5) is 0
 
 
 def _sq(g, x):
@@ -185,29 +186,46 @@ op("atan2", 2, np.arctan2, _atan2_partials)
 
 
 def _hypot_value(*xs):
+    if len(xs) == 1:
+        return np.abs(xs[0])
     if len(xs) == 2:
         return np.hypot(*xs)
     return np.sqrt(sum(np.multiply(x, x) for x in xs))
 
 
 def _hypot_c(a, T):
+    if len(a) == 1:
+        return f"fabs{T.suffix}({a[0]})"
     if len(a) == 2:
         return f"hypot{T.suffix}({a[0]}, {a[1]})"
     return f"sqrt{T.suffix}({' + '.join(f'({x})*({x})' for x in a)})"
 
 
-op("hypot", -1, _hypot_value, lambda g, t, *xs: [g.div(x, t) for x in xs], _hypot_c)
+def _hypot_partials(g, t, *xs):
+    if len(xs) == 1:  # |x|: abs'(0) = 0
+        return [g.call("sign", xs[0])]
+    return [g.div(x, t) for x in xs]
+
+
+op("hypot", -1, _hypot_value, _hypot_partials, _hypot_c)
 def _fsum_value(*xs):
     return np.vectorize(lambda *v: _fsum(v), otypes=[np.float64])(*xs)
 
 
 def _fsum(v):
+    """math.fsum, where CPython raises: inf - inf is NaN; terms whose partial sums could
+    overflow are summed scaled by a power of two, then scaled back (as symgrad_fsum in C)."""
+    finite = [abs(x) for x in v if math.isfinite(x)]
+    if finite and max(finite) > _DBL_MAX / len(v):
+        scale = 2.0 ** math.ceil(math.log2(len(v)))
+        return _fsum([x / scale for x in v]) * scale
     try:
         return math.fsum(v)
-    except OverflowError:
-        return math.copysign(math.inf, sum(v))
     except ValueError:  # inf - inf
         return math.nan
+
+
+_DBL_MAX = 1.7976931348623157e308
 
 
 # math.fsum: the exactly rounded sum (a runtime function over a local array of the terms)

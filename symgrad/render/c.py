@@ -149,19 +149,22 @@ class Printer:
 
     def literal(self, v):
         """A number as a C literal of the arithmetic type (exactly rounded once)."""
-        if isinstance(v, Fraction):
-            v = float(v) if abs(v) < 2 ** 1023 else math.copysign(math.inf, v)
+        if isinstance(v, (int, Fraction)):  # exact: rounded once (past the largest double: inf)
+            try:
+                v = float(v)
+            except OverflowError:
+                v = math.inf if v > 0 else -math.inf
         v = float(v)
+        if self.suffix:  # the arithmetic is float: the constant as a float (past its range: inf)
+            with np.errstate(over="ignore"):
+                v = float(np.float32(v))
         if math.isnan(v):
             return "NAN"
         if math.isinf(v):
             return "INFINITY" if v > 0 else "(-INFINITY)"
-        if self.suffix:
-            text = repr(float(np.float32(v))) + "F"
-        else:
-            text = repr(v)
-        if "e" not in text and "." not in text and "n" not in text:
-            text += ".0"
+        text = repr(v) + ("F" if self.suffix else "")
+        if "e" not in text and "." not in text:
+            text = text.replace("F", "") + ".0" + ("F" if self.suffix else "")
         return f"({text})" if text.startswith("-") else text
 
     def one(self):

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..errors import TraceError
 from . import registry, values
+from .affine import add, const, flat as _flat, gather, index_vars, scale, var  # noqa: F401  (lazy.const ...)
 from .values import Condition, Value, builder, user_site, where
 
 UNROLL = 8  # reduced axes up to this extent are summed term by term, not looped
@@ -28,53 +29,6 @@ class Unrollable(BaseException):  # not an Exception: a user's `except Exception
     and where): the function is traced again unrolled (a warning says so if the trace had
     met a large array: ``large``)."""
     large = False
-
-
-# -- affine indices ------------------------------------------------------------------------
-def const(c):
-    return (int(c), ())
-
-
-def var(v):
-    return (0, ((v, 1),))
-
-
-def add(a, b):
-    terms = dict(a[1])
-    for t, c in b[1]:
-        terms[t] = terms.get(t, 0) + c
-    return (a[0] + b[0], tuple(sorted(((t, c) for t, c in terms.items() if c), key=repr)))
-
-
-def scale(a, k):
-    return (a[0] * k, tuple((t, c * k) for t, c in a[1])) if k else (0, ())
-
-
-def gather(b, data, index):
-    """Entry ``index`` of integer data array ``data`` (its id), as an index."""
-    if not index[1]:
-        return const(b.data[data][0].flat[index[0]])
-    return (0, ((("g", data, index), 1),))
-
-
-def index_vars(a, out=None):
-    """The loop variables an index depends on."""
-    out = set() if out is None else out
-    for t, _ in a[1]:
-        if isinstance(t, int):
-            out.add(t)
-        else:
-            index_vars(t[2], out)
-    return out
-
-
-def _flat(idx, shape):
-    """The C-order flat index of an index tuple into ``shape``."""
-    flat, stride = const(0), 1
-    for a, n in zip(reversed(idx), reversed(shape)):
-        flat = add(flat, scale(a, stride))
-        stride *= n
-    return flat
 
 
 # -- the array ------------------------------------------------------------------------------
@@ -300,8 +254,7 @@ def elementwise(fn, xs, name=""):
 
 
 def array_ufunc(ufunc, method, inputs, kw):
-    from .ufuncs import element_of, ufunc_name
-    name = ufunc_name(ufunc)
+    name = registry.ufunc_name(ufunc)
     out = kw.pop("out", None)
     for k in ("casting", "subok", "order"):
         kw.pop(k, None)
@@ -314,7 +267,7 @@ def array_ufunc(ufunc, method, inputs, kw):
     if method == "reduce" and ufunc is np.add and not kw.keys() - {"axis", "keepdims", "dtype"}:
         kw.pop("dtype", None)
         return _sum(inputs[0], kw.get("axis", 0), keepdims=kw.get("keepdims", False))
-    element = element_of(ufunc)
+    element = registry.element_of(ufunc)
     if method != "__call__" or element is None or kw:
         raise Unrollable(f"{name}.{method} on a large array at {user_site()}")
     return elementwise(element, inputs, name)
@@ -539,69 +492,9 @@ def _matmul(a, c):
     raise Unrollable(f"a matrix product of {a.ndim}- and {c.ndim}-dimensional arrays at {user_site()}")
 
 
-def _dot(a, b, out=None):
-    if out is not None:
-        raise Unrollable(f"numpy.dot(..., out=) of a large array at {user_site()}")
-    if not isinstance(wrap(builder(), a), LazyArray) or not isinstance(wrap(builder(), b), LazyArray):
-        return a * b
-    return _matmul(a, b)
-
-
 def select(c, a, b):
     """numpy.where of one element: a number (a mask's 0/1 read from data) is true unless 0."""
     return where(c != 0 if isinstance(c, Value) else c, a, b)
 
 
-def _where(condition, x=None, y=None):
-    if x is None:
-        raise Unrollable(f"numpy.where(cond) (the indices) of a large array at {user_site()}")
-    return elementwise(select, (condition, x, y))
-
-
-def _norm(x, ord=None, axis=None, keepdims=False):
-    axes = _axes(axis, x.ndim) if axis is not None else tuple(range(x.ndim))
-    if ord is not None and not (ord == 2 and len(axes) == 1) and not (ord == "fro" and len(axes) == 2):
-        raise Unrollable(f"numpy.linalg.norm(ord={ord!r}, axis={axis!r}) of a large array at {user_site()}")
-    return np.sqrt(_sum(x * x, axis, keepdims=keepdims))
-
-
-def _var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=np._NoValue, mean=np._NoValue,
-         correction=np._NoValue):
-    if out is not None or where is not np._NoValue or mean is not np._NoValue:
-        raise Unrollable(f"numpy.var/std(..., out=/where=/mean=) of a large array at {user_site()}")
-    if correction is not np._NoValue:
-        if ddof != 0:
-            raise ValueError("ddof and correction can't be provided simultaneously.")
-        ddof = correction
-    m = _mean(a, axis, keepdims=True)
-    d = a - m
-    count = math.prod(a.shape[k] for k in _axes(axis, a.ndim))
-    return _sum(d * d, axis, keepdims=keepdims) / np.float64(max(count - ddof, 0))  # numpy's nan or inf
-
-
-def _std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
-    return np.sqrt(_var(a, axis, dtype, out, ddof, keepdims, **kw))
-
-
-def _expand_dims(a, axis):
-    axes = _axes(axis, a.ndim + (len(axis) if isinstance(axis, (tuple, list)) else 1))
-    return _index(a, tuple(None if k in axes else slice(None) for k in range(a.ndim + len(axes))))
-
-
-def _reshape_fn(a, shape=None, order="C", *, newshape=None, copy=None):
-    if copy is False:
-        raise Unrollable(f"numpy.reshape(..., copy=False) of a large array at {user_site()}")
-    return _reshape(a, shape if shape is not None else newshape, order)
-
-
-# numpy function -> its form on large arrays, called as numpy's (registry.like: its parameter names)
-FUNCTIONS = {f: registry.like(f, impl) for f, impl in (
-    (np.sum, _sum), (np.mean, _mean), (np.dot, _dot), (np.where, _where), (np.var, _var), (np.std, _std),
-    (np.linalg.norm, _norm), (np.reshape, _reshape_fn),
-    (np.ravel, lambda a, order="C": _reshape(a, (-1,), order)),
-    (np.transpose, lambda a, axes=None: _transpose(a, axes)),
-    (np.swapaxes, lambda a, axis1, axis2: a.swapaxes(axis1, axis2)),
-    (np.shape, lambda a: a.shape), (np.ndim, lambda a: a.ndim),
-    (np.size, lambda a, axis=None: a.size if axis is None else a.shape[axis]),
-    (np.expand_dims, _expand_dims), (np.real, lambda val: val.real), (np.imag, lambda val: val.imag),
-)}
+FUNCTIONS = registry.LAZY  # numpy function -> its form on large arrays (lazy_numpy.py fills it)

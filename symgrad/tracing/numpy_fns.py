@@ -21,7 +21,7 @@ except ImportError:  # numpy < 2
     from numpy.core.numeric import normalize_axis_tuple
 
 from ..errors import TraceError
-from .registry import register
+from .registry import HOOKS, register
 from .ufuncs import (_frompyfunc, as_array, each, elementwise, holds_traced, numeric, obj, refusing, result, scalar_of,
                      traced)
 from .lazy import LazyArray, Unrollable
@@ -193,12 +193,11 @@ def _select(condlist, choicelist, default=0):
 def _piecewise(x, condlist, funclist, *args, **kw):
     if not holds_traced([x, condlist]):
         return np.piecewise(numeric(x), condlist, funclist, *args, **kw)
-    from .rewrite import intercept
     x = obj(x)
     conds = [condlist] if isinstance(condlist, (Condition, bool)) or (
         isinstance(condlist, np.ndarray) and condlist.shape == np.shape(x)) else list(condlist)
     funcs = list(funclist)
-    value = lambda f: intercept(f)(x, *args, **kw) if callable(f) else f  # noqa: E731
+    value = lambda f: HOOKS.intercept(f)(x, *args, **kw) if callable(f) else f  # noqa: E731
     r = value(funcs[len(conds)]) if len(funcs) > len(conds) else 0.0  # the "otherwise" function
     for c, f in reversed(list(zip(conds, funcs))):
         r = where(obj(c), value(f), r)

@@ -2,13 +2,45 @@
 the original is: arguments bound by the original's own signature, so every keyword numpy
 takes (``np.swapaxes(x, axis1=0, axis2=1)``, ``np.stack(arrays=...)``) works, and a wrong
 call is numpy's TypeError. Only the library's own functions are registered: one the user
-replaced before symgrad was imported is traced as whatever it is."""
+replaced before symgrad was imported is traced as whatever it is.
+
+Also the leaf that lower modules of tracing/ read and higher ones fill at their import (so
+that no import goes both ways): the ufuncs' functions of elements, and HOOKS."""
 from __future__ import annotations
 
 import functools
 import inspect
+import sys
+import types
 
 TABLE = {}  # original function -> stand-in
+ELEMENTS = {}  # numpy's traced ufunc -> its function of elements (traced or plain): filled by ufuncs.py
+LAZY = {}  # numpy function -> its form on arrays kept as loops: filled by lazy_numpy.py
+
+# Entry points of higher modules that lower ones call, each set once at the defining module's import:
+HOOKS = types.SimpleNamespace(
+    array_ufunc=None,  # ufuncs.array_ufunc: __array_ufunc__ of values.py's classes (ufuncs imports values)
+    elementwise=None,  # ufuncs.elementwise: values.where over arrays (ufuncs imports values)
+    intercept=None,  # rewrite.intercept: numpy_fns' np.piecewise traces the user's functions (rewrite imports numpy_fns)
+    scipy_elements=None,  # standins: special.ufunc_elements, importing special.py (imports ufuncs) only when asked
+)
+
+
+def element_of(ufunc):
+    """The function of elements of a ufunc symgrad traces (numpy's, or scipy.special's once
+    the user's code has imported it), or None."""
+    fn = ELEMENTS.get(ufunc)
+    if fn is None and "scipy.special" in sys.modules:
+        fn = HOOKS.scipy_elements().get(ufunc)
+    return fn
+
+
+def ufunc_name(ufunc):
+    """``numpy.sin``, ``scipy.special.erf``: where a ufunc is found, for messages."""
+    special = sys.modules.get("scipy.special")
+    if special is not None and getattr(special, ufunc.__name__, None) is ufunc:
+        return f"scipy.special.{ufunc.__name__}"
+    return f"numpy.{ufunc.__name__}"
 
 
 def genuine(module, path):

@@ -19,16 +19,16 @@ import hashlib
 import itertools
 import linecache
 import sys
-import sysconfig
 import types
 
 import numpy as np
 
 from .. import forksafe
 from ..errors import TraceError
-from . import selects, values
+from . import registry, selects, values
 from .transform import CALL, Calls, Mangle, convert, effects
 from .standins import standin, volatile
+from .usercode import _STDLIB, LIBRARIES, is_user_code, module_file as _module_file  # noqa: F401
 
 _MAKE = "__symgrad_make__"
 _FUTURE = 0
@@ -36,22 +36,6 @@ for _name in __future__.all_feature_names:
     _FUTURE |= getattr(__future__, _name).compiler_flag
 # Flags that change what a code object is (a generator is not a function).
 _KIND = 0x20 | 0x80 | 0x100 | 0x200 | 0x04 | 0x08  # generator, coroutine, async gen, iterable coro, *args, **kw
-
-# -- which code is the user's ------------------------------------------------------------------
-LIBRARIES = ("math", "cmath", "numpy", "scipy", "sympy", "symgrad", "mpmath", "cffi", "functools",
-             "operator", "typing", "builtins", "importlib", "collections", "abc", "inspect", "jax",
-             "torch", "dask", "cupy", "numba")
-_STDLIB = tuple({sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib")})
-
-
-def is_user_code(module_name, filename):
-    """User code (scripts, notebooks, the project's modules) is rewritten; library code
-    (numpy, the standard library, installed packages) runs as it is."""
-    if (module_name or "").split(".")[0] in LIBRARIES:
-        return False
-    return not (filename.startswith(_STDLIB) or "site-packages" in filename or "dist-packages" in filename
-                or filename.startswith("<frozen"))
-
 
 # -- the call interceptor ----------------------------------------------------------------------
 _codes = {}  # original code -> (rewritten code, closure indices), or None: run the original
@@ -68,6 +52,9 @@ def intercept(f):
         _in_branch(f, caller)
         return selects.no_out(_callee(f), caller)
     return _callee(f)
+
+
+registry.HOOKS.intercept = intercept
 
 
 def _callee(f):
@@ -204,10 +191,6 @@ def _constructor(cls):
             intercept(type(obj).__init__)(obj, *a, **k)
         return obj
     return construct
-
-
-def _module_file(cls):
-    return getattr(sys.modules.get(cls.__module__), "__file__", None) or "<unknown>"
 
 
 _CALLBACKS = {map, filter, sorted, functools.reduce, np.vectorize, np.frompyfunc, np.apply_along_axis,

@@ -226,6 +226,16 @@ STANDINS = {id(k): (k, v) for k, v in STANDINS.items()}
 _scipy = []  # scipy.special's stand-ins, added once the user's code has imported it
 
 
+def _scipy_elements():
+    """scipy.special's traced ufunc -> function of elements (registry.element_of asks once
+    scipy.special is imported: special.py is imported here, not before)."""
+    from . import special
+    return special.ufunc_elements()
+
+
+registry.HOOKS.scipy_elements = _scipy_elements
+
+
 def standin(f):
     """The stand-in for ``f`` if it has one, else None."""
     hit = STANDINS.get(id(f))

@@ -3,13 +3,13 @@ applied through numpy's own machinery (broadcasting, reductions, out=) on object
 from __future__ import annotations
 
 import math
-import sys
 
 import numpy as np
 
 from .. import ops
 from ..errors import TraceError
 from . import lazy, registry, values
+from .registry import element_of, ufunc_name
 from .values import Condition, TracedArray, Value, apply, builder, keeps_values, user_site, where
 
 
@@ -98,26 +98,8 @@ def _log_add(a, b, exp, log1p):
     return where((a == b) & inf, a, where(a > b, side(a, b), side(b, a)))
 
 
-_ELEMENT = _ufunc_elements()
+registry.ELEMENTS.update(_ufunc_elements())
 _FROMPY = {}
-
-
-def element_of(ufunc):
-    """The function of elements of a ufunc symgrad traces (numpy's, or scipy.special's once
-    the user's code has imported it), or None."""
-    fn = _ELEMENT.get(ufunc)
-    if fn is None and "scipy.special" in sys.modules:
-        from .special import ufunc_elements
-        fn = ufunc_elements().get(ufunc)
-    return fn
-
-
-def ufunc_name(ufunc):
-    """``numpy.sin``, ``scipy.special.erf``: where a ufunc is found, for messages."""
-    special = sys.modules.get("scipy.special")
-    if special is not None and getattr(special, ufunc.__name__, None) is ufunc:
-        return f"scipy.special.{ufunc.__name__}"
-    return f"numpy.{ufunc.__name__}"
 
 
 def _frompyfunc(ufunc):
@@ -196,6 +178,9 @@ def array_ufunc(ufunc, method, inputs, kw):
         out[...] = res
         return out.view(TracedArray)
     return res.view(TracedArray) if isinstance(res, np.ndarray) and res.dtype == object else res
+
+
+registry.HOOKS.array_ufunc, registry.HOOKS.elementwise = array_ufunc, elementwise
 
 
 def _reduce(ufunc, arr, axis=0, dtype=None, keepdims=False, initial=np._NoValue, where=True):

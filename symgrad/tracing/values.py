@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import ops
 from ..errors import TraceError
+from . import registry
 
 _SYMGRAD = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 state = threading.local()  # .builder: the program being recorded in this thread, if any
@@ -189,8 +190,7 @@ class Value:
     __bool__ = _leaves("truth value (if/while/and/or)")
 
     def __array_ufunc__(self, ufunc, method, *args, **kw):
-        from .ufuncs import array_ufunc
-        return array_ufunc(ufunc, method, args, kw)
+        return registry.HOOKS.array_ufunc(ufunc, method, args, kw)
 
     def __repr__(self):
         return f"Value(t{self.i})"
@@ -302,8 +302,7 @@ class Condition:
     __rand__, __ror__ = __and__, __or__
 
     def __array_ufunc__(self, ufunc, method, *args, **kw):
-        from .ufuncs import array_ufunc
-        return array_ufunc(ufunc, method, args, kw)
+        return registry.HOOKS.array_ufunc(ufunc, method, args, kw)
 
     def __copy__(self):
         return self
@@ -328,8 +327,7 @@ class TracedArray(np.ndarray):
     ufuncs (comparisons, np.maximum, reductions such as np.max) go through symgrad."""
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kw):
-        from .ufuncs import array_ufunc
-        return array_ufunc(ufunc, method, inputs, kw)
+        return registry.HOOKS.array_ufunc(ufunc, method, inputs, kw)
 
     @staticmethod
     def _index(index):
@@ -382,8 +380,7 @@ ARRAYS = (np.ndarray,)  # and lazy.LazyArray, added there
 def where(cond, a, b):
     """Traced select: ``a`` where ``cond`` holds, else ``b``; elementwise on arrays."""
     if isinstance(cond, ARRAYS) or isinstance(a, ARRAYS) or isinstance(b, ARRAYS):
-        from .ufuncs import elementwise
-        return elementwise(_WHERE, (cond, a, b))
+        return registry.HOOKS.elementwise(_WHERE, (cond, a, b))
     if not isinstance(cond, Condition):
         return a if cond else b
     return apply("select", cond, a, b)
@@ -392,13 +389,21 @@ def where(cond, a, b):
 _WHERE = np.frompyfunc(where, 3, 1)
 
 
+def _plain(x):
+    """A numpy scalar as the Python number it holds (its comparison with a traced value would
+    be numpy's, an array of one object, not a condition)."""
+    return x.item() if isinstance(x, np.generic) and x.dtype.kind in "biuf" else x
+
+
 def select_max(a, b):
     """Python's max(a, b): b if b > a else a (the first at a tie, nan as Python has it)."""
+    a, b = _plain(a), _plain(b)
     c = b > a
     return where(c, b, a) if isinstance(c, Condition) else (b if c else a)
 
 
 def select_min(a, b):
+    a, b = _plain(a), _plain(b)
     c = b < a
     return where(c, b, a) if isinstance(c, Condition) else (b if c else a)
 

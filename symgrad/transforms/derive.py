@@ -185,8 +185,7 @@ def forward(g, refs, dots):
 
 
 def _local(g, p, s, leaves, memo):
-    """d p / d s for a node ``p`` built from ``leaves`` (the operands of one node, taken as
-    independent): the second partials of edge pushing."""
+    """d p / d s for a node ``p`` built from ``leaves`` (taken as independent)."""
     if p == s:
         return g.const(1)
     if p in leaves or g.nodes[p][0] in ("const", "arg"):
@@ -195,6 +194,64 @@ def _local(g, p, s, leaves, memo):
         memo[p] = g.sum([times(g, d, q) for o, q in partials(g, p).items()
                          for d in [_local(g, o, s, leaves, memo)] if d is not None])
     return memo[p]
+
+
+def _second(g, t):
+    """{(i, j): node} of the second partials of node ``t`` by its operands i <= j (positions of
+    operands that are not constants), built on a template of the op whose operands are fresh
+    leaves (so a partial rule that rebuilds one operand from another, atan2(x, x*x) building
+    x*x, is never mistaken for that operand), then instantiated with ``t``'s own operands."""
+    n = g.nodes[t]
+    memo = g.__dict__.setdefault("_seconds", {})
+    shape = (n[0],) + tuple(g.nodes[o] if g.nodes[o][0] == "const" else None for o in n[1:])
+    tpl = memo.get(shape)
+    if tpl is None:
+        from ..program import Arg, Program
+        h = Graph(Program((), (), ()))
+        ops = [h.node(*c) if c is not None else h.node("arg", k, 0) for k, c in enumerate(shape[1:])]
+        h.args = [Arg(f"o{k}", ()) for k in range(len(ops))]
+        root = h.node(n[0], *ops)
+        leaves = {o for o, c in zip(ops, shape[1:]) if c is None}
+        first = partials(h, root) if h.nodes[root][0] == n[0] else {}
+        pos = {o: k for k, o in enumerate(ops) if o in leaves}
+        out = {}
+        for s, d in first.items():
+            if s not in pos:
+                continue
+            for s2 in pos:
+                if pos[s2] >= pos[s]:
+                    v = _local(h, d, s2, leaves, {})
+                    if not h.is_zero(v):
+                        out[pos[s], pos[s2]] = v
+        tpl = memo[shape] = (h, root, out)
+    h, root, out = tpl
+    leaf_of = {h.index[("arg", k, 0)]: o for k, o in enumerate(n[1:]) if ("arg", k, 0) in h.index}
+    cache = {root: t}
+
+    def inst(i):
+        stack = [i]
+        while stack:
+            j = stack[-1]
+            if j in cache:
+                stack.pop()
+                continue
+            m = h.nodes[j]
+            if m[0] == "arg":
+                cache[j] = leaf_of[j]
+                stack.pop()
+                continue
+            if m[0] == "const":
+                cache[j] = g.node(*m)
+                stack.pop()
+                continue
+            todo = [k for k in m[1:] if k not in cache]
+            if todo:
+                stack.extend(todo)
+                continue
+            stack.pop()
+            cache[j] = g.node(m[0], *[cache[k] for k in m[1:]])
+        return cache[i]
+    return {(i, j): inst(v) for (i, j), v in out.items()}
 
 
 def edge_push(g, y, wrt):
@@ -243,12 +300,12 @@ def edge_push(g, y, wrt):
                 for s2 in ops[i:]:
                     edge(s, s2, times(g, ws, d[s2]))
         if a is not None:
-            leaves = set(g.nodes[t][1:])
-            for i, s in enumerate(ops):
-                memo = {}
-                for s2 in ops[i:]:
-                    second = _local(g, d[s2], s, leaves, memo)
-                    edge(s, s2, times(g, a, second))
+            operands = g.nodes[t][1:]
+            for (i, j), second in _second(g, t).items():
+                s, s2 = operands[i], operands[j]
+                if s in act and s2 in act:
+                    edge(s, s2, times(g, a, g.add(second, second) if s == s2 and i != j else second))
+            for s in ops:
                 adj[s].append(times(g, a, d[s]))
     return W
 

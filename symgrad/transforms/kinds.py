@@ -73,7 +73,7 @@ def _loops_grad(outs, large, shapes, nums, with_value):
     return (["scalar"] if with_value else []) + ["scatter" if i in large else _small(shapes[i]) for i in nums]
 
 
-def _loops_jacobian(outs, large, shapes, nums, with_value):
+def _loops_jacobian(outs, large, shapes, nums):
     big = any(i in large for i in nums)
     if "scatter" in outs or (big and outs != ["scalar"]):
         return None

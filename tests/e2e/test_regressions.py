@@ -272,3 +272,21 @@ def test_division_by_a_select_with_a_zero_branch():
     gx, gy = F.grad(2.0, 3.0)
     assert gx == 5.0 / 2.0 and gy == -6.0 / 4.0
     assert F.grad(2.0, 0.5)[0] == math.inf
+
+
+def test_builtin_max_and_min_of_a_traced_value_and_a_numpy_scalar():
+    """Fuzz find: min(traced, np.float64) compared through numpy (an object array, not a
+    condition) and asked for its truth; numpy scalars compare as the numbers they hold."""
+    def f(v):
+        return min(max([v[1], v[2]]), -np.arcsinh(1)) + max(np.float32(0.5), v[0])
+    F = symgrad.compile(f, shapes=[(3,)])
+    for v in ([0.1, 0.2, -3.0], [0.7, -2.0, -3.0], [0.3, -1.0, -0.5]):
+        v = np.array(v)
+        assert F(v) == f(v)
+        want = np.zeros(3)
+        m = max(v[1], v[2])
+        if m < -np.arcsinh(1):
+            want[1 if v[2] <= v[1] else 2] = 1.0
+        if v[0] > 0.5:
+            want[0] = 1.0
+        np.testing.assert_array_equal(F.grad(v), want)

@@ -1,0 +1,74 @@
+"""numpy's functions on arrays kept as loops (lazy.py), called as numpy's own (registry.like:
+their parameter names): the table registry.LAZY that LazyArray.__array_function__ reads."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import registry
+from .lazy import (LazyArray, Unrollable, _axes, _index, _matmul, _mean, _reshape, _sum, _transpose, elementwise,
+                   select, wrap)
+from .values import builder, user_site
+
+
+def _dot(a, b, out=None):
+    if out is not None:
+        raise Unrollable(f"numpy.dot(..., out=) of a large array at {user_site()}")
+    if not isinstance(wrap(builder(), a), LazyArray) or not isinstance(wrap(builder(), b), LazyArray):
+        return a * b
+    return _matmul(a, b)
+
+
+def _where(condition, x=None, y=None):
+    if x is None:
+        raise Unrollable(f"numpy.where(cond) (the indices) of a large array at {user_site()}")
+    return elementwise(select, (condition, x, y))
+
+
+def _norm(x, ord=None, axis=None, keepdims=False):
+    axes = _axes(axis, x.ndim) if axis is not None else tuple(range(x.ndim))
+    if ord is not None and not (ord == 2 and len(axes) == 1) and not (ord == "fro" and len(axes) == 2):
+        raise Unrollable(f"numpy.linalg.norm(ord={ord!r}, axis={axis!r}) of a large array at {user_site()}")
+    return np.sqrt(_sum(x * x, axis, keepdims=keepdims))
+
+
+def _var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=np._NoValue, mean=np._NoValue,
+         correction=np._NoValue):
+    if out is not None or where is not np._NoValue or mean is not np._NoValue:
+        raise Unrollable(f"numpy.var/std(..., out=/where=/mean=) of a large array at {user_site()}")
+    if correction is not np._NoValue:
+        if ddof != 0:
+            raise ValueError("ddof and correction can't be provided simultaneously.")
+        ddof = correction
+    m = _mean(a, axis, keepdims=True)
+    d = a - m
+    count = math.prod(a.shape[k] for k in _axes(axis, a.ndim))
+    return _sum(d * d, axis, keepdims=keepdims) / np.float64(max(count - ddof, 0))  # numpy's nan or inf
+
+
+def _std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
+    return np.sqrt(_var(a, axis, dtype, out, ddof, keepdims, **kw))
+
+
+def _expand_dims(a, axis):
+    axes = _axes(axis, a.ndim + (len(axis) if isinstance(axis, (tuple, list)) else 1))
+    return _index(a, tuple(None if k in axes else slice(None) for k in range(a.ndim + len(axes))))
+
+
+def _reshape_fn(a, shape=None, order="C", *, newshape=None, copy=None):
+    if copy is False:
+        raise Unrollable(f"numpy.reshape(..., copy=False) of a large array at {user_site()}")
+    return _reshape(a, shape if shape is not None else newshape, order)
+
+
+registry.LAZY.update({f: registry.like(f, impl) for f, impl in (
+    (np.sum, _sum), (np.mean, _mean), (np.dot, _dot), (np.where, _where), (np.var, _var), (np.std, _std),
+    (np.linalg.norm, _norm), (np.reshape, _reshape_fn),
+    (np.ravel, lambda a, order="C": _reshape(a, (-1,), order)),
+    (np.transpose, lambda a, axes=None: _transpose(a, axes)),
+    (np.swapaxes, lambda a, axis1, axis2: a.swapaxes(axis1, axis2)),
+    (np.shape, lambda a: a.shape), (np.ndim, lambda a: a.ndim),
+    (np.size, lambda a, axis=None: a.size if axis is None else a.shape[axis]),
+    (np.expand_dims, _expand_dims), (np.real, lambda val: val.real), (np.imag, lambda val: val.imag),
+)})

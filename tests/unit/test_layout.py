@@ -1,0 +1,131 @@
+"""The shape of the code: no import circle in symgrad/ (every import statement counts, those
+inside functions too), no module past ~500 lines, every package installed, the op registry
+complete, and no sympy on the compile path of an ordinary function."""
+import ast
+import pathlib
+import re
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+PKG = ROOT / "symgrad"
+MAX_LINES = 500
+
+
+def _modules():
+    mods = {}
+    for p in PKG.rglob("*.py"):
+        parts = p.relative_to(ROOT).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        mods[name] = p
+    return mods
+
+
+def _imports(name, path, mods):
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = ".".join(base[:len(base) - node.level + 1] + ([node.module] if node.module else []))
+            else:
+                base = node.module or ""
+            for alias in node.names:
+                target = f"{base}.{alias.name}"
+                found.add(target if target in mods else base)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return {m for m in found if m in mods and m != name}
+
+
+def _circles(graph):
+    """The strongly connected components of more than one module (Tarjan, iterative)."""
+    index, low, on, stack, out, counter = {}, {}, set(), [], [], [0]
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter[0]
+        counter[0] += 1
+        stack.append(root)
+        on.add(root)
+        while work:
+            v, it = work[-1]
+            w = next(it, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = counter[0]
+                    counter[0] += 1
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(sorted(graph[w]))))
+                elif w in on:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on.discard(w)
+                    comp.append(w)
+                    if w == v:
+                        break
+                if len(comp) > 1:
+                    out.append(sorted(comp))
+    return out
+
+
+def test_no_import_circle():
+    mods = _modules()
+    graph = {m: _imports(m, p, mods) for m, p in mods.items()}
+    assert _circles(graph) == []
+
+
+def test_the_circle_finder_finds_circles():
+    assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _circles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_module_over_500_lines():
+    long = {str(p.relative_to(ROOT)): n for p in PKG.rglob("*.py")
+            if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    assert long == {}
+
+
+def test_every_package_is_installed():
+    text = (ROOT / "pyproject.toml").read_text()
+    listed = set(re.search(r"^packages = \[(.*)\]", text, re.M).group(1).replace('"', "").replace(" ", "").split(","))
+    present = {".".join(p.parent.relative_to(ROOT).parts) for p in PKG.rglob("__init__.py")}
+    assert present <= listed, present - listed
+
+
+def test_every_op_has_its_forms():
+    """Each op of the registry has a value, a C spelling and a sympy form; the tracer's names
+    and symbolic.OPS come from it (nothing else spells an op)."""
+    from symgrad import ops as tracer_names
+    from symgrad import symbolic
+    from symgrad.ir import ops
+    assert set(ops.SYMPY) | {"pow", "div"} == set(ops.OPS)
+    assert set(symbolic.OPS) == set(ops.SYMPY)
+    assert set(tracer_names.MATH.values()) | set(tracer_names.NUMPY.values()) <= set(ops.OPS)
+    for name, op in ops.OPS.items():
+        assert callable(op.value) and op.c, name
+        assert (op.partials is None) == op.condition, name
+
+
+@pytest.mark.parametrize("kinds", [("value",), ("grad",), ("hessian",), ("value", "grad", "hessian")])
+def test_an_ordinary_function_compiles_without_sympy(kinds, tmp_path):
+    code = ("import math, sys, symgrad\n"
+            "F = symgrad.compile(lambda x, y: math.sin(x) * y ** 3 + math.fsum([x, y, 0.1]))\n"
+            f"F.build(kinds={kinds!r})\n"
+            "print('sympy' in sys.modules)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                       env={**__import__("os").environ, "SYMGRAD_CACHE_DIR": str(tmp_path)})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["False"]
