@@ -290,3 +290,20 @@ def test_builtin_max_and_min_of_a_traced_value_and_a_numpy_scalar():
         if v[0] > 0.5:
             want[0] = 1.0
         np.testing.assert_array_equal(F.grad(v), want)
+
+
+def test_review_finds_at_the_edges_of_the_double_range():
+    """A derivative constant past the double range is inf (was an OverflowError printing it);
+    math.fsum whose partial sums overflow is the exactly rounded sum (was NaN); math.hypot of
+    one argument is |x| (was sqrt(x*x): 0 at 1e-300)."""
+    assert symgrad.compile(lambda x: 1e200 * (1e200 * x)).grad(1.0) == math.inf
+    assert symgrad.compile(lambda x: (1e200 * x) ** 2).hessian(0.0) == math.inf
+    F = symgrad.compile(lambda x: math.fsum([x, 1e308, 1e308, -1e308]))
+    assert F(0.0) == 1e308 and F(4.0) == 1e308 + 4.0 and F.grad(0.0) == 1.0  # (CPython raises)
+    assert symgrad.compile(lambda x: math.fsum([x, 2.0, 3.0, 1e308, 1e308]))(1.0) == math.inf
+    xs = np.array([0.0, 1e-300, -1e300, -2.0])
+    H = symgrad.compile(lambda x: math.hypot(x))
+    np.testing.assert_array_equal(H(xs), np.abs(xs))
+    np.testing.assert_array_equal(H.grad(xs), np.sign(xs))
+    for dtype in ("float32",):
+        assert symgrad.compile(lambda x: x * 1e300, dtype=dtype)(np.float32(2.0)) == math.inf

@@ -165,3 +165,27 @@ def test_gradient_program_is_linear_in_the_function():
     sizes = [derive.grad(trace(lambda x: chain(x, n), [()]), (0,)).count_ops() for n in (50, 100, 200)]
     assert sizes[2] - sizes[1] == pytest.approx(2 * (sizes[1] - sizes[0]), rel=0.05)
     assert sizes[2] < 12 * 200
+
+
+def test_second_partials_never_mistake_a_rebuilt_operand_for_an_operand():
+    """atan2(x, x*x): atan2's partial rule builds y*y, which is the node of its second operand;
+    edge pushing took it for that operand (review find). d2/dx2 atan(1/x) = 2x/(1+x^2)^2."""
+    xs = np.array([0.5, 1.0, 2.0])
+    for f in (lambda x: math.atan2(x, x * x), lambda x: -np.arctan2(x * x, x) + math.pi / 2):
+        h = evaluate(derive.hessian(trace(f, [()]), (0,)), xs)[0].ravel()
+        np.testing.assert_allclose(h, 2 * xs / (1 + xs ** 2) ** 2, rtol=1e-15)
+
+
+def test_derivatives_keep_their_range_at_huge_and_tiny_arguments():
+    """x*log(x): the Hessian is 1/x; edge pushing's x * ((1/x)/x) underflowed at 1e300."""
+    prog = trace(lambda x: np.where(x > 0, x * np.log(x), 0.0), [()])
+    xs = np.array([1e300, 1e-300, 2.0])
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(evaluate(derive.hessian(prog, (0,)), xs)[0].ravel(), 1 / xs)
+
+
+def test_hypot_of_one_argument_is_abs():
+    prog = trace(lambda x: math.hypot(x), [()])
+    xs = np.array([0.0, 1e-300, -1e300, math.inf, -2.0])
+    np.testing.assert_array_equal(evaluate(prog, xs)[0], np.abs(xs))
+    np.testing.assert_array_equal(evaluate(derive.grad(prog, (0,)), xs)[0], np.sign(xs))
