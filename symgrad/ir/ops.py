@@ -188,17 +188,19 @@ op("atan2", 2, np.arctan2, _atan2_partials)
 def _hypot_value(*xs):
     if len(xs) == 1:
         return np.abs(xs[0])
-    if len(xs) == 2:
-        return np.hypot(*xs)
-    return np.sqrt(sum(np.multiply(x, x) for x in xs))
+    acc = xs[0]
+    for x in xs[1:]:
+        acc = np.hypot(acc, x)
+    return acc
 
 
 def _hypot_c(a, T):
     if len(a) == 1:
         return f"fabs{T.suffix}({a[0]})"
-    if len(a) == 2:
-        return f"hypot{T.suffix}({a[0]}, {a[1]})"
-    return f"sqrt{T.suffix}({' + '.join(f'({x})*({x})' for x in a)})"
+    acc = a[0]  # hypot(hypot(a, b), c): no overflow or underflow of the squares
+    for x in a[1:]:
+        acc = f"hypot{T.suffix}({acc}, {x})"
+    return acc
 
 
 def _hypot_partials(g, t, *xs):

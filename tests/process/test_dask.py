@@ -55,7 +55,11 @@ def test_local_cluster_of_two_processes_on_ten_million_points_is_bit_for_bit(tmp
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
                                   local_directory=str(tmp_path)) as cluster, distributed.Client(cluster) as client:
         X = da.random.RandomState(1).uniform(-1, 1, 10_000_000, chunks=1_000_000)  # made on the workers
-        x, g, h = client.compute([X, sd.apply(F.grad, X), sd.apply(F.hessian, X)], sync=True)
+        futures = client.compute([X, sd.apply(F.grad, X), sd.apply(F.hessian, X)])
+        # a cluster that stops answering fails here, with what the scheduler knows, instead of
+        # hanging the test run (seen twice under heavy load on a 2-core machine)
+        distributed.wait(futures, timeout=240)
+        x, g, h = client.gather(futures)
         workers = client.run(lambda: __import__("os").getpid())
     want_g, want_h = F.grad(x), F.hessian(x)
     assert len(set(workers.values())) == 2
