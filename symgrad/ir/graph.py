@@ -129,10 +129,17 @@ class Graph:
                 return self.neg(self.nodes[n[1]][1])
         if self.nodes[a][0] == "neg" and self.nodes[b][0] == "neg":
             return self.mul(self.nodes[a][1], self.nodes[b][1])
-        if self.nodes[b][0] == "neg" and not self.is_const(a):
+        if self.nodes[b][0] == "neg":
             return self.neg(self.mul(a, self.nodes[b][1]))
         if self.nodes[a][0] == "neg":
             return self.neg(self.mul(self.nodes[a][1], b))
+        if self.is_const(a) and not self.is_const(b):
+            c, nb = self.value(a), self.nodes[b]
+            if nb[0] == "mul" and self.is_const(nb[1]):  # c * (k * y) is (c*k) * y, c*k exact
+                return self.mul(self.node("mul", a, nb[1]), nb[2])
+            if not isinstance(c, float) or math.isfinite(c):
+                if c < 0:  # -c * y, negated: shared with c * y
+                    return self.neg(self.mul(self.const(-c), b))
         return self.node("mul", *((a, b) if self.is_const(a) else sorted((a, b))))
 
     def _divisor(self, x):
