@@ -177,9 +177,9 @@ def build(key, source, cdecl, *, parts=(), extra_flags=(), meta=None, aliases=()
             try:
                 import tempfile
                 with tempfile.TemporaryDirectory(prefix=".build-", dir=d) as tmp:
-                    so, c_file = _compile_with_fallbacks(source + stamp, cdecl, key, Path(tmp), extra_flags, parts)
+                    so, c_file = _compile_with_fallbacks(source, cdecl, key, Path(tmp), extra_flags, parts, stamp)
                     with open(c_file) as f:
-                        c_text = f.read()
+                        c_text = source + "\n/* ---- the cffi module ---- */\n" + f.read()
                     with open(so, "rb") as f:
                         data = f.read()
                     lib = cache.install(d, key, data, c_text, compiler_identity())
@@ -250,23 +250,32 @@ def _keep_failed_source(d, key, source):
     return None
 
 
-def _compile_with_fallbacks(source, cdecl, key, tmp, extra_flags, parts, openmp=True, vector_math=VECTOR_MATH):
+def _compile_with_fallbacks(source, cdecl, key, tmp, extra_flags, parts, glue="", openmp=True,
+                            vector_math=VECTOR_MATH):
     """Compile in ``tmp``; without libmvec, or without OpenMP, where the compiler lacks them."""
     build_flags = flags(openmp, vector_math) + tuple(extra_flags)
     try:
-        return _compile(source, cdecl, key, tmp, build_flags, parts)
+        return _compile(source, cdecl, key, tmp, build_flags, parts, glue)
     except _CompilerFailed as e:
         msg = e.stderr.lower()
         if vector_math and "mvec" in msg:  # no libmvec: scalar <math.h>
-            return _compile_with_fallbacks(source, cdecl, key, tmp, extra_flags, parts, openmp, False)
+            return _compile_with_fallbacks(source, cdecl, key, tmp, extra_flags, parts, glue, openmp, False)
         if openmp and "openmp" in msg:  # a compiler without OpenMP: go serial
-            return _compile_with_fallbacks(source, cdecl, key, tmp, extra_flags, parts, False, False)
+            return _compile_with_fallbacks(source, cdecl, key, tmp, extra_flags, parts, glue, False, False)
         raise
 
 
-def _compile(source, cdecl, key, tmp, build_flags, parts=()):
-    """Compile the cffi module and any further translation units (in parallel) in ``tmp``,
-    then link; returns (library path, C file)."""
+# The cffi module's own code (argument conversion, Python.h): compiled at this level in a unit
+# of its own, beside the kernel's, so that the two compile at once (Python.h alone takes a
+# tenth of a second to parse, -O3 doubles the module's compile, and its speed is Python's
+# call overhead, not the kernel's).
+_GLUE_OPT = "-O1"
+
+
+def _compile(source, cdecl, key, tmp, build_flags, parts=(), glue=""):
+    """Compile the kernel ``source``, the cffi module (its declarations ``cdecl`` and ``glue``)
+    and any further translation units, in parallel, in ``tmp``; then link. Returns (library
+    path, the module's C file)."""
     import cffi
     cc = compiler()
     _check_compiler()
@@ -274,9 +283,9 @@ def _compile(source, cdecl, key, tmp, build_flags, parts=()):
     ffi = cffi.FFI()
     ffi.cdef(cdecl)
     c_file = os.path.join(tmp, f"_sg_{key}.c")
-    make_c_source(ffi, f"_sg_{key}", source, c_file)
+    make_c_source(ffi, f"_sg_{key}", "#include <stdint.h>\n" + cdecl + glue, c_file)
     units = [c_file]
-    for k, part in enumerate(parts):
+    for k, part in enumerate((source,) + tuple(parts)):
         units.append(os.path.join(tmp, f"part{k}.c"))
         with open(units[-1], "w") as f:
             f.write(part)
@@ -284,14 +293,12 @@ def _compile(source, cdecl, key, tmp, build_flags, parts=()):
     libs = [f for f in build_flags if f.startswith("-l")] + list(CPU.libs)
     cflags = [*cc, *[f for f in build_flags if not f.startswith("-l")], "-I", str(csrc_dir()),
               "-I", sysconfig.get_paths()["include"]]
-    if len(units) == 1:
-        _run([[*cflags, c_file, "-o", out, *libs]], c_file)
-    else:
-        objs = [u[:-2] + ".o" for u in units]
-        _run([[*cflags, "-c", u, "-o", o] for u, o in zip(units, objs)], c_file,
-             sizes=[os.path.getsize(u) for u in units])
-        _run([[*cc, *CPU.link_flags, *[f for f in build_flags if f in CPU.openmp_flags], *objs, "-o", out, *libs]],
-             c_file)
+    glue_flags = [f for f in cflags if not f.startswith("-O")] + [_GLUE_OPT]
+    objs = [u[:-2] + ".o" for u in units]
+    _run([[*(glue_flags if u == c_file else cflags), "-c", u, "-o", o] for u, o in zip(units, objs)], units[1],
+         sizes=[os.path.getsize(u) for u in units])
+    _run([[*cc, *CPU.link_flags, *[f for f in build_flags if f in CPU.openmp_flags], *objs, "-o", out, *libs]],
+         units[1])
     return out, c_file
 
 
