@@ -203,22 +203,26 @@ class Graph:
                      for k in range(0, len(terms), 2)]
         return terms[0]
 
+    def cone(self, refs):
+        """The nodes ``refs`` depend on (None entries are 0), ascending."""
+        seen, stack = set(), [r for r in refs if r is not None]
+        while stack:
+            i = stack.pop()
+            if i in seen:
+                continue
+            seen.add(i)
+            n = self.nodes[i]
+            if n[0] not in ("const", "arg"):
+                stack.extend(n[1:])
+        return sorted(seen)
+
     # -- the result -----------------------------------------------------------------------
     def program(self, outputs, args=None):
         """A Program of the nodes ``outputs`` need ((name, shape, refs) each; a ref None is
         0), renumbered in order: dead code is gone."""
         outs = [(name, shape, [self.zero_node(r) for r in refs]) for name, shape, refs in outputs]
-        need, stack = set(), [r for _, _, refs in outs for r in refs]
-        while stack:
-            i = stack.pop()
-            if i in need:
-                continue
-            need.add(i)
-            n = self.nodes[i]
-            if n[0] not in ("const", "arg"):
-                stack.extend(n[1:])
         new, nodes = {}, []
-        for i in sorted(need):
+        for i in self.cone([r for _, _, refs in outs for r in refs]):
             n = self.nodes[i]
             n = n if n[0] in ("const", "arg") else (n[0], *[new[j] for j in n[1:]])
             new[i] = len(nodes)

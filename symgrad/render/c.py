@@ -214,9 +214,13 @@ class Printer:
         return f"pow{self.suffix}({base}, {self._operand(low, x)})"
 
     def _ipow(self, base, n):
-        """base**n by repeated squaring; the C compiler shares the repeated subterms."""
-        if n == 1:
-            return base
-        half = self._ipow(base, n // 2)
-        sq = f"({half}*{half})"
-        return f"({sq}*{base})" if n % 2 else sq
+        return ipow(base, n)
+
+
+def ipow(base, n):
+    """base**n by repeated squaring, as C text; the C compiler shares the repeated subterms."""
+    if n == 1:
+        return base
+    half = ipow(base, n // 2)
+    sq = f"({half}*{half})"
+    return f"({sq}*{base})" if n % 2 else sq

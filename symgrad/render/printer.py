@@ -11,6 +11,7 @@ from sympy.codegen.ast import float32, real
 from sympy.printing.c import C99CodePrinter
 
 from ..errors import CompileError
+from .c import ipow
 from ..realfns import Recip
 
 
@@ -90,12 +91,7 @@ class Printer(C99CodePrinter):
         return "f" if self.target.math == "float" else ""
 
     def _ipow(self, base, n):
-        """base**n by repeated squaring; the C compiler shares the repeated subterms."""
-        if n == 1:
-            return base
-        half = self._ipow(base, n // 2)
-        sq = f"({half}*{half})"
-        return f"({sq}*{base})" if n % 2 else sq
+        return ipow(base, n)
 
     def _print_Piecewise(self, e):
         *pieces, (last, cond) = e.args

@@ -117,20 +117,6 @@ def times(g, a, p):
     return _guard(g, c, g.mul(v, y))
 
 
-def cone(g, refs):
-    """The nodes ``refs`` depend on, ascending."""
-    seen, stack = set(), [r for r in refs if r is not None]
-    while stack:
-        i = stack.pop()
-        if i in seen:
-            continue
-        seen.add(i)
-        n = g.nodes[i]
-        if n[0] not in ("const", "arg"):
-            stack.extend(n[1:])
-    return sorted(seen)
-
-
 def active(g, order, wrt):
     """The nodes of ``order`` (ascending) that depend on the nodes ``wrt`` through numbers."""
     act = set(wrt)
@@ -150,7 +136,7 @@ def reverse(g, y, wrt):
     """d y / d w for each node w of ``wrt`` (None: 0), by one reverse sweep from node ``y``."""
     if y is None:
         return [None] * len(wrt)
-    order = cone(g, [y])
+    order = g.cone([y])
     act = active(g, order, [w for w in wrt if w is not None])
     adj = defaultdict(list)
     adj[y].append(g.const(1))
@@ -175,7 +161,7 @@ def forward(g, refs, dots):
     """Directional derivatives of the nodes ``refs`` along ``dots`` ({node: tangent node}),
     by one forward sweep; returns the tangent of each ref (None: 0)."""
     dots = dict(dots)
-    for t in cone(g, refs):
+    for t in g.cone(refs):
         if t in dots or g.nodes[t][0] in ("const", "arg"):
             continue
         d = g.sum([times(g, dots[s], p) for s, p in partials(g, t).items() if s in dots])
@@ -259,7 +245,7 @@ def edge_push(g, y, wrt):
     carries, beside each node's adjoint, the symmetric second-order weights W(u, v) between
     it and the nodes still ahead, pushed through each node's first partials and created from
     its second ones. Returns {(u, v): terms}, u >= v, over the nodes of ``wrt``."""
-    order = cone(g, [y])
+    order = g.cone([y])
     act = active(g, order, [w for w in wrt if w is not None])
     W, near, adj = {}, defaultdict(set), defaultdict(list)
     adj[y].append(g.const(1))
