@@ -116,85 +116,110 @@ SYMGRAD_FN float symgrad_sech2f(float x) {
 }
 
 
-/* math.fsum: the exactly rounded sum of p[0..n) (Shewchuk's partials, as CPython's fsum),
- * computed in place in p. An infinity gives itself, inf - inf and NaN give NaN (where Python
- * raises); terms whose partial sums could overflow are summed scaled by a power of two and
- * scaled back (a sum past the largest double is inf, where Python raises OverflowError). */
+/* math.fsum: the exactly rounded sum of p[0..n) (Shewchuk's partials, as CPython's
+ * fsum), in place; p[n..2n) holds a copy of the terms. An infinity gives itself, inf - inf
+ * and NaN give NaN (where Python raises); where a partial sum overflows (Python raises
+ * OverflowError), the terms are summed again halved until none does, and scaled back. */
 SYMGRAD_FN double symgrad_fsum(int n, double *p) {
-    double special = 0.0, big = 0.0, scale = 1.0;
-    int m = 0, k, i, j;
-    for (k = 0; k < n; ++k)
-        if (!isinf(p[k]) && !isnan(p[k]) && fabs(p[k]) > big) big = fabs(p[k]);
-    if (big > 1.7976931348623157e308 / n) {
-        while (scale < n) scale *= 2.0;
-        for (k = 0; k < n; ++k) p[k] /= scale;
-    }
-    for (k = 0; k < n; ++k) {
-        double x = p[k];
-        if (isinf(x) || isnan(x)) { special += x; continue; }
-        for (i = 0, j = 0; j < m; ++j) {
-            double y = p[j];
-            if (fabs(x) < fabs(y)) { double t = x; x = y; y = t; }
-            double hi = x + y, lo = y - (hi - x);
-            if (lo != 0.0) p[i++] = lo;
-            x = hi;
+    double scale = 1;
+    for (;;) {
+        double special = 0, hi, lo;
+        int m = 0, k, i, j, overflow = 0;
+        for (k = 0; k < n && !overflow; ++k) {
+            double x = p[n + k] / scale;
+            if (isinf(x) || isnan(x)) {
+                special += x;
+                continue;
+            }
+            for (i = 0, j = 0; j < m; ++j) {
+                double y = p[j];
+                if (fabs(x) < fabs(y)) {
+                    double t = x;
+                    x = y;
+                    y = t;
+                }
+                hi = x + y;
+                lo = y - (hi - x);
+                if (lo != 0) p[i++] = lo;
+                x = hi;
+            }
+            if (isinf(x)) overflow = 1;
+            else if (x != 0) p[i++] = x;
+            m = i;
         }
-        p[i] = x;
-        m = i + 1;
+        if (overflow && scale < 1e300) {
+            scale *= 2;
+            continue;
+        }
+        if (special != 0 || isnan(special)) return special;
+        if (m == 0) return 0;
+        hi = p[--m];
+        lo = 0;
+        while (m > 0) {
+            double x = hi, y = p[--m];
+            hi = x + y;
+            lo = y - (hi - x);
+            if (lo != 0) break;
+        }
+        if (m > 0 && ((lo < 0 && p[m - 1] < 0) || (lo > 0 && p[m - 1] > 0))) {
+            double y = lo * 2, x = hi + y;
+            if (y == x - hi) hi = x;
+        }
+        return hi * scale;
     }
-    if (special != 0.0 || isnan(special)) return special;
-    if (m == 0) return 0.0;
-    double hi = p[--m], lo = 0.0;
-    while (m > 0) {
-        double x = hi, y = p[--m];
-        hi = x + y;
-        lo = y - (hi - x);
-        if (lo != 0.0) break;
-    }
-    if (m > 0 && ((lo < 0.0 && p[m - 1] < 0.0) || (lo > 0.0 && p[m - 1] > 0.0))) {
-        double y = lo * 2.0, x = hi + y;
-        if (y == x - hi) hi = x;
-    }
-    return hi * scale;
 }
 
-/* The same in float. */
+/* The same in float: the exactly rounded sum of p[0..n) (Shewchuk's partials, as CPython's
+ * fsum), in place; p[n..2n) holds a copy of the terms. An infinity gives itself, inf - inf
+ * and NaN give NaN (where Python raises); where a partial sum overflows (Python raises
+ * OverflowError), the terms are summed again halved until none does, and scaled back. */
 SYMGRAD_FN float symgrad_fsumf(int n, float *p) {
-    float special = 0.0f, big = 0.0f, scale = 1.0f;
-    int m = 0, k, i, j;
-    for (k = 0; k < n; ++k)
-        if (!isinf(p[k]) && !isnan(p[k]) && fabsf(p[k]) > big) big = fabsf(p[k]);
-    if (big > 3.4028234663852886e38f / n) {
-        while (scale < n) scale *= 2.0f;
-        for (k = 0; k < n; ++k) p[k] /= scale;
-    }
-    for (k = 0; k < n; ++k) {
-        float x = p[k];
-        if (isinf(x) || isnan(x)) { special += x; continue; }
-        for (i = 0, j = 0; j < m; ++j) {
-            float y = p[j];
-            if (fabsf(x) < fabsf(y)) { float t = x; x = y; y = t; }
-            float hi = x + y, lo = y - (hi - x);
-            if (lo != 0.0f) p[i++] = lo;
-            x = hi;
+    float scale = 1;
+    for (;;) {
+        float special = 0, hi, lo;
+        int m = 0, k, i, j, overflow = 0;
+        for (k = 0; k < n && !overflow; ++k) {
+            float x = p[n + k] / scale;
+            if (isinf(x) || isnan(x)) {
+                special += x;
+                continue;
+            }
+            for (i = 0, j = 0; j < m; ++j) {
+                float y = p[j];
+                if (fabsf(x) < fabsf(y)) {
+                    float t = x;
+                    x = y;
+                    y = t;
+                }
+                hi = x + y;
+                lo = y - (hi - x);
+                if (lo != 0) p[i++] = lo;
+                x = hi;
+            }
+            if (isinf(x)) overflow = 1;
+            else if (x != 0) p[i++] = x;
+            m = i;
         }
-        p[i] = x;
-        m = i + 1;
+        if (overflow && scale < 1e30f) {
+            scale *= 2;
+            continue;
+        }
+        if (special != 0 || isnan(special)) return special;
+        if (m == 0) return 0;
+        hi = p[--m];
+        lo = 0;
+        while (m > 0) {
+            float x = hi, y = p[--m];
+            hi = x + y;
+            lo = y - (hi - x);
+            if (lo != 0) break;
+        }
+        if (m > 0 && ((lo < 0 && p[m - 1] < 0) || (lo > 0 && p[m - 1] > 0))) {
+            float y = lo * 2, x = hi + y;
+            if (y == x - hi) hi = x;
+        }
+        return hi * scale;
     }
-    if (special != 0.0f || isnan(special)) return special;
-    if (m == 0) return 0.0f;
-    float hi = p[--m], lo = 0.0f;
-    while (m > 0) {
-        float x = hi, y = p[--m];
-        hi = x + y;
-        lo = y - (hi - x);
-        if (lo != 0.0f) break;
-    }
-    if (m > 0 && ((lo < 0.0f && p[m - 1] < 0.0f) || (lo > 0.0f && p[m - 1] > 0.0f))) {
-        float y = lo * 2.0f, x = hi + y;
-        if (y == x - hi) hi = x;
-    }
-    return hi * scale;
 }
 
 #endif

@@ -189,7 +189,7 @@ def build(key, source, cdecl, *, parts=(), extra_flags=(), meta=None, aliases=()
             except _CompilerFailed as e:
                 if not _io_failure(e.stderr):  # the compiler refused the code: its message is the error
                     kept = _keep_failed_source(d, key, e.source)
-                    raise CompileError(f"C compiler failed ({' '.join(e.cmd[:3])} ...)"
+                    raise CompileError(f"C compiler failed {e.what} ({' '.join(e.cmd[:3])} ...)"
                                        + (f", source kept at {kept}" if kept else "") + ":\n"
                                        + e.stderr[-4000:]) from None
                 tried.append((d, "the C compiler could not write its output: "
@@ -233,11 +233,12 @@ def _c_string(text):
 
 
 class _CompilerFailed(Exception):
-    """The compiler refused (or could not write) one build: its command, message and source."""
+    """The compiler refused (or could not write) one build: its command, message, the source
+    of the file it failed on, and what it was doing."""
 
-    def __init__(self, cmd, stderr, source):
+    def __init__(self, cmd, stderr, source, what=""):
         super().__init__(stderr)
-        self.cmd, self.stderr, self.source = cmd, stderr, source
+        self.cmd, self.stderr, self.source, self.what = cmd, stderr, source, what
 
 
 def _keep_failed_source(d, key, source):
@@ -295,17 +296,20 @@ def _compile(source, cdecl, key, tmp, build_flags, parts=(), glue=""):
               "-I", sysconfig.get_paths()["include"]]
     glue_flags = [f for f in cflags if not f.startswith("-O")] + [_GLUE_OPT]
     objs = [u[:-2] + ".o" for u in units]
-    _run([[*(glue_flags if u == c_file else cflags), "-c", u, "-o", o] for u, o in zip(units, objs)], units[1],
+    what = ["compiling the cffi module", "compiling the kernel"] + \
+        [f"compiling unit {k} of the kernel's segments" for k in range(1, len(units) - 1)]
+    _run([[*(glue_flags if u == c_file else cflags), "-c", u, "-o", o] for u, o in zip(units, objs)], units, what,
          sizes=[os.path.getsize(u) for u in units])
     _run([[*cc, *CPU.link_flags, *[f for f in build_flags if f in CPU.openmp_flags], *objs, "-o", out, *libs]],
-         units[1])
+         [units[1]], ["linking the library"])
     return out, c_file
 
 
-def _run(cmds, c_file, sizes=None):
-    """Run compiler commands, as many at once as there are cores, the largest unit (by
-    ``sizes``) first so the last to finish is a small one; raise on the first failure (in
-    command order), with the compiler's own message."""
+def _run(cmds, files, what, sizes=None):
+    """Run compiler commands (command k compiles ``files[k]``, to do ``what[k]``), as many at
+    once as there are cores, the largest unit (by ``sizes``) first so the last to finish is a
+    small one; raise on the first failure (in command order), with the compiler's own message,
+    what failed, and the source of that file."""
     import subprocess
     from concurrent.futures import ThreadPoolExecutor
     order = sorted(range(len(cmds)), key=lambda i: -(sizes[i] if sizes else 0))
@@ -318,12 +322,11 @@ def _run(cmds, c_file, sizes=None):
     else:
         with ThreadPoolExecutor(max_workers=max(1, min(len(cmds), os.cpu_count() or 1))) as pool:
             results = dict(zip(order, pool.map(one, order)))
-    failed = next(((cmds[i], results[i].stderr) for i in range(len(cmds)) if results[i].returncode != 0), None)
-    if failed:
-        cmd, err = failed
+    failed = next((i for i in range(len(cmds)) if results[i].returncode != 0), None)
+    if failed is not None:
         try:
-            with open(c_file) as f:
+            with open(files[failed]) as f:
                 source = f.read()
         except OSError:
             source = None
-        raise _CompilerFailed(cmd, err, source)
+        raise _CompilerFailed(cmds[failed], results[failed].stderr, source, what[failed])

@@ -130,8 +130,8 @@ def build_together(fns):
     for f in {f.key: f for f in fns}.values():
         shipped = f.__dict__.get("_shipped") or {}
         if build.load(f.key) is None and shipped.get("key") != f.key:  # (a pickle's library: library())
-            k = f.kernel
-            groups.setdefault(k.cflags, []).append((f.key, k, f._meta(), f.name))
+            k = f.kernel  # kernels of loops bind their data by file-level names: a library each
+            groups.setdefault((k.cflags, f.key if f.loops else None), []).append((f.key, k, f._meta(), f.name))
 
     def compile_group(group):
         ops = sum(k.ops for _, k, _, _ in group)

@@ -16,6 +16,16 @@ from ..program import Output, Program, const_key, const_value
 from .ops import OPS
 
 _NAMED = {"pi": math.pi, "E": math.e, "EulerGamma": 0.5772156649015329}
+_TINY, _HUGE = Fraction(2.2250738585072014e-308), Fraction(1.7976931348623157e308)
+
+
+def _finite(v):
+    return not isinstance(v, float) or math.isfinite(v)
+
+
+def _in_range(r):
+    """Whether exact constant ``r`` is 0 or a normal double: folding it loses nothing."""
+    return r == 0 or _TINY <= abs(Fraction(r)) <= _HUGE
 
 
 def number(node):
@@ -38,7 +48,9 @@ class Graph:
         i = self.index.get(n)
         if i is None:
             if n[0] not in ("const", "arg") and all(self.is_const(j) for j in n[1:]):
-                return self._fold(n)
+                folded = self._fold(n)
+                if folded is not None:
+                    return folded
             i = self.index[n] = len(self.nodes)
             self.nodes.append(n)
         return i
@@ -70,9 +82,12 @@ class Graph:
                      "neg": lambda: -q[0], "div": lambda: q[0] / q[1]}[op]()
                 if r == 0 and op in ("mul", "div", "neg") and any(isinstance(x, float) for x in xs):
                     r = float(np.float64(OPS[op].value(*[np.float64(x) for x in xs])))  # the sign of a zero
+                elif not _in_range(r):  # 1e200 * 1e200 stays a product: x * its rounding to inf is not
+                    return None  # what the program computes where x is small
                 return self.const(int(r) if isinstance(r, Fraction) and r.denominator == 1 else r)
         if exact and op == "pow" and isinstance(xs[1], int) and xs[0] != 0 and abs(xs[1]) <= 64:
-            return self.const(Fraction(xs[0]) ** xs[1])
+            r = Fraction(xs[0]) ** xs[1]
+            return self.const(r) if _in_range(r) else None
         with np.errstate(all="ignore"):
             v = OPS[op].value(*[np.float64(float(x)) for x in xs])
         v = float(v) if not OPS[op].condition else int(bool(v))
@@ -135,8 +150,10 @@ class Graph:
             return self.neg(self.mul(self.nodes[a][1], b))
         if self.is_const(a) and not self.is_const(b):
             c, nb = self.value(a), self.nodes[b]
-            if nb[0] == "mul" and self.is_const(nb[1]):  # c * (k * y) is (c*k) * y, c*k exact
-                return self.mul(self.node("mul", a, nb[1]), nb[2])
+            if nb[0] == "mul" and self.is_const(nb[1]):  # c * (k * y) is (c*k) * y, c*k exact (and a double)
+                k = self.value(nb[1])
+                if _finite(c) and _finite(k) and _in_range(Fraction(c) * Fraction(k)):
+                    return self.mul(self.node("mul", a, nb[1]), nb[2])
             if not isinstance(c, float) or math.isfinite(c):
                 if c < 0:  # -c * y, negated: shared with c * y
                     return self.neg(self.mul(self.const(-c), b))

@@ -215,24 +215,23 @@ def _fsum_value(*xs):
 
 
 def _fsum(v):
-    """math.fsum, where CPython raises: inf - inf is NaN; terms whose partial sums could
-    overflow are summed scaled by a power of two, then scaled back (as symgrad_fsum in C)."""
-    finite = [abs(x) for x in v if math.isfinite(x)]
-    if finite and max(finite) > _DBL_MAX / len(v):
-        scale = 2.0 ** math.ceil(math.log2(len(v)))
-        return _fsum([x / scale for x in v]) * scale
-    try:
-        return math.fsum(v)
-    except ValueError:  # inf - inf
-        return math.nan
-
-
-_DBL_MAX = 1.7976931348623157e308
+    """math.fsum, where CPython raises: inf - inf is NaN; where a partial sum overflows the
+    terms are summed halved until none does, then scaled back (as symgrad_fsum in C)."""
+    scale = 1.0
+    while True:
+        try:
+            return math.fsum([x / scale for x in v]) * scale
+        except OverflowError:
+            if scale >= 1e300:
+                return math.inf
+            scale *= 2.0
+        except ValueError:  # inf - inf
+            return math.nan
 
 
 # math.fsum: the exactly rounded sum (a runtime function over a local array of the terms)
 op("fsum", -1, _fsum_value, lambda g, t, *xs: [g.const(1)] * len(xs),
-   lambda a, T: f"symgrad_fsum{T.suffix}({len(a)}, ({T.math}[{len(a)}]){{{', '.join(a)}}})")
+   lambda a, T: f"symgrad_fsum{T.suffix}({len(a)}, ({T.math}[{2 * len(a)}]){{{', '.join(['0'] * len(a) + a)}}})")
 op("polygamma", 2, _vec(_polygamma), lambda g, t, m, x: [None, g.node("polygamma", g.const_add(m, 1), x)],
    lambda a, T: f"symgrad_polygamma((int)({a[0]}), {a[1]})")
 

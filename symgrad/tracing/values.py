@@ -390,21 +390,22 @@ _WHERE = np.frompyfunc(where, 3, 1)
 
 
 def _plain(x):
-    """A numpy scalar as the Python number it holds (its comparison with a traced value would
-    be numpy's, an array of one object, not a condition)."""
-    return x.item() if isinstance(x, np.generic) and x.dtype.kind in "biuf" else x
+    """A numpy scalar or 0-d array as the Python number it holds, for a comparison (numpy's
+    comparison with a traced value is an array of one object, not a condition)."""
+    if isinstance(x, (np.generic, np.ndarray)) and x.ndim == 0 and x.dtype.kind in "biuf":
+        return x.item()
+    return x
 
 
 def select_max(a, b):
-    """Python's max(a, b): b if b > a else a (the first at a tie, nan as Python has it)."""
-    a, b = _plain(a), _plain(b)
-    c = b > a
+    """Python's max(a, b): b if b > a else a (the first at a tie, nan as Python has it); the
+    one returned is the object given (an np.int8 stays one)."""
+    c = _plain(b) > _plain(a)
     return where(c, b, a) if isinstance(c, Condition) else (b if c else a)
 
 
 def select_min(a, b):
-    a, b = _plain(a), _plain(b)
-    c = b < a
+    c = _plain(b) < _plain(a)
     return where(c, b, a) if isinstance(c, Condition) else (b if c else a)
 
 

@@ -307,3 +307,22 @@ def test_review_finds_at_the_edges_of_the_double_range():
     np.testing.assert_array_equal(H.grad(xs), np.sign(xs))
     for dtype in ("float32",):
         assert symgrad.compile(lambda x: x * 1e300, dtype=dtype)(np.float32(2.0)) == math.inf
+
+
+def test_second_review_finds():
+    """math.fsum as CPython's where it does not raise (a subnormal term beside cancelling huge
+    ones; the sign of a zero sum), F.build of a function whose arrays stayed loops (each kernel
+    binds its own data), and a derivative constant past the double range kept as a product."""
+    F = symgrad.compile(lambda a: math.fsum(a), shapes=[(3,)])
+    for v in ([1e308, -1e308, 5e-324], [-1e308, 1e308, -5e-324], [-0.0, -0.0, -0.0], [0.1, 0.2, 0.3]):
+        got, want = F(np.array(v)), math.fsum(v)
+        assert got == want and math.copysign(1, got) == math.copysign(1, want), (v, got)
+    assert F(np.array([1e308, 1e308, -1e308])) == 1e308  # (CPython raises: an intermediate overflow)
+    A = np.linspace(0.1, 2.0, 300)
+    L = symgrad.compile(lambda x: np.sum(np.sin(A * x)))
+    assert L.loops
+    L.build(kinds=("value", "grad"))
+    assert L(0.3) == pytest.approx(np.sum(np.sin(A * 0.3)), rel=1e-13)
+    assert L.grad(0.3) == pytest.approx(np.sum(A * np.cos(A * 0.3)), rel=1e-13)
+    G = symgrad.compile(lambda x: 1e200 * (1e200 * (x * x)))
+    assert G.derivative(1)(1e-250) == pytest.approx(2e150, rel=1e-15)
