@@ -2,6 +2,7 @@
 another that cannot import where they were defined, through pickle, cloudpickle and every
 multiprocessing start method; mismatched versions and missing compilers are clear errors."""
 import pickle
+import tempfile
 
 import numpy as np
 import pytest
@@ -125,7 +126,9 @@ POOL = """
 
 @pytest.mark.parametrize("method", ["spawn", "forkserver", "fork"])
 def test_multiprocessing_pool_with_each_start_method(tmp_path, method):
-    r = run_python(POOL, tmp_path, method, SYMGRAD_CACHE_DIR=tmp_path / "cache")
+    # a short TMPDIR: the forkserver's socket lives there, and a socket path has at most 107 bytes
+    with tempfile.TemporaryDirectory(prefix="sgmp") as short:
+        r = run_python(POOL, tmp_path, method, SYMGRAD_CACHE_DIR=tmp_path / "cache", TMPDIR=short)
     assert r.lines == ["ok " + method]
 
 
