@@ -19,6 +19,7 @@ from . import calling, forksafe, options as _options
 from .source import PerObject, Source
 from .errors import ScalarUsedAsArray
 from .signature import TRACED, checked_keywords
+from .transforms.kinds import KINDS, kind as kind_of
 
 
 def c_identifier(name):
@@ -116,11 +117,12 @@ class Function:
         f = self.__dict__.get("_runs_function")
         if f is None:
             f = self
-            if self._steps[-1:] and self._steps[-1][0] == "grad" and self._shared():
+            runs = self._steps and kind_of(self._steps[-1][0]).runs
+            if runs and self._shared():
                 sibling = self.__dict__.get("_sibling")  # F.value_and_grad itself, where F made this
                 f = sibling() if sibling else Function(
                     self.py_name, self._source, self.dtype, args=self.args, options=self.options,
-                    steps=self._steps[:-1] + (("value_and_grad", self._steps[-1][1]),), structure=0)
+                    steps=self._steps[:-1] + ((runs, self._steps[-1][1]),), structure=0)
                 f = self if f.loops else f
             self._runs_function = f
         return f
@@ -135,7 +137,8 @@ class Function:
     @property
     def _optional(self):
         """How many leading results of this Function's kernel may go unstored (the value)."""
-        return 1 if self._steps[-1:] and self._steps[-1][0] == "value_and_grad" and self._shared() else 0
+        shared = self._steps and any(k.runs == self._steps[-1][0] for k in KINDS.values())
+        return 1 if shared and self._shared() else 0
 
     def result_shapes(self):
         """Core shapes of the results, from the traced program (no sympy)."""
@@ -262,31 +265,23 @@ class Function:
 
     def _derive(self, kind, argnums, stack=False):
         """The derived Function, made once per (kind, argnums): ``F.grad(x)`` in a loop reuses
-        one loaded kernel (and its store policy)."""
-        if self._steps and self._steps[-1][0] == "hvp":
-            raise ValueError(f"{self.c_name}: a Hessian-vector product is the last derivative taken; "
+        one loaded kernel (and its store policy). How its results nest, whether it takes
+        tangents, whether it may be differentiated again: its kind's (transforms/kinds.py)."""
+        if self._steps and kind_of(self._steps[-1][0]).last:
+            raise ValueError(f"{self.c_name}: a {kind_of(self._steps[-1][0]).words.removesuffix(' of ')} is the last "
+                             "derivative taken; "
                              "differentiate first (F.grad.hvp is not defined, F.jacobian.hvp neither)")
         structure_args, nums = calling.argnums(argnums, len(self.args))
-        m = len(nums)
-        if kind == "jacobian" and stack:
-            return self._derived_function(("jacobian_stacked", tuple(nums)), self._structure)
-        if kind == "hvp":
+        k = kind_of("jacobian_stacked" if kind == "jacobian" and stack else kind)
+        args = None
+        if k.tangents:
             from .program import tangent_names
             names = tangent_names([n for n, _ in self.args], nums)
             args = self.args + tuple((t, self.args[i][1]) for t, i in zip(names, nums))
-            return self._derived_function(("hvp", tuple(nums)), structure_args, repr(structure_args), args)
-        if kind == "value_and_grad":
-            structure = (0, calling.shift(structure_args, 1))
-        elif kind == "hessian":
-            structure = 0 if isinstance(structure_args, int) else \
-                tuple(tuple(i * m + j for j in range(m)) for i in range(m))
-        elif kind == "jacobian":  # each result becomes its Jacobian by each argument
-            structure = _each_leaf(self._structure, lambda i: calling.shift(structure_args, i * m))
-        else:
-            structure = structure_args
-        fn = self._derived_function((kind, tuple(nums)), structure, repr(structure_args))
-        if kind == "grad" and "_sibling" not in fn.__dict__:  # runs F.value_and_grad's kernel (_runs)
-            fn._sibling = lambda: self._derive("value_and_grad", argnums)
+        structure = k.structure(self._structure, structure_args, len(nums))
+        fn = self._derived_function((k.name, tuple(nums)), structure, repr(structure_args), args)
+        if k.runs and "_sibling" not in fn.__dict__:  # runs F.value_and_grad's kernel (_runs)
+            fn._sibling = lambda: self._derive(k.runs, argnums)
         return fn
 
     def _derived_function(self, step, structure, tag="", args=None):
@@ -353,7 +348,6 @@ class Function:
         "grad", "value_and_grad", "jacobian", "hessian", "hvp") rather than at their first call,
         into one library (one C compile; kernels of large programs, compiled with other flags,
         in one more, in parallel). Later kinds add a library without rebuilding these. Returns self."""
-        from .transforms.kinds import KINDS
         names = ("value",) + tuple(KINDS)
         fns = []
         for kind in ([kinds] if isinstance(kinds, str) else kinds):
@@ -412,7 +406,7 @@ class Function:
         src, what = self._source, self._what
         # a program without its Python function (from_sympy, a pickle), an hvp (its tangents
         # follow the arguments) or a variant: its own arguments only, by position or name
-        plain = src.fn is None or src.spec or any(k == "hvp" for k, _ in self._steps)
+        plain = src.fn is None or src.spec or any(kind_of(k).tangents for k, _ in self._steps)
         values, spec, traced, consts = bind(None if plain else src.fn, 0 if src.instance is None else 1,
                                             [name for name, _ in self.args], args, kwargs, what)
         if not spec:
@@ -468,7 +462,3 @@ def _unpickle(fmt, version, digest, state):
     return pickling.restore(fmt, version, digest, state, Function, Source)
 
 
-def _each_leaf(structure, f):
-    if isinstance(structure, int):
-        return f(structure)
-    return tuple(_each_leaf(s, f) for s in structure)

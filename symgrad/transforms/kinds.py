@@ -23,7 +23,11 @@ class Kind:
     shapes: Callable             # (result shapes, argument shapes, argnums) -> result shapes
     build: Callable              # (program, argnums, context) -> derivative Program
     loops: Optional[Callable]    # (loop result forms, large, argnums, first) -> forms, or None: not as loops
+    structure: Callable = lambda own, by, m: by  # how results nest: (the function's, the argnums', m)
     public: bool = True          # a Function verb of that name (F.grad); codegen and the CLI offer it
+    tangents: bool = False       # takes one tangent argument per argument differentiated by (after them)
+    last: bool = False           # nothing is differentiated after it
+    runs: Optional[str] = None   # of a large program: runs the kernel of this kind, its first result unstored
 
 
 def _stacked(outs, args, nums):
@@ -86,19 +90,33 @@ def _loops_second(outs, large, shapes, nums, count):
     return ["plain"] * count
 
 
+def _shift(structure, by):
+    from ..calling import shift
+    return shift(structure, by)
+
+
+def _each_leaf(structure, f):
+    return f(structure) if isinstance(structure, int) else tuple(_each_leaf(s, f) for s in structure)
+
+
 KINDS = {k.name: k for k in (
     Kind("grad", "gradient of ", True, lambda outs, args, nums: [args[i] for i in nums], _build_grad,
-         lambda o, lg, sh, nums: _loops_grad(o, lg, sh, nums, False)),
+         lambda o, lg, sh, nums: _loops_grad(o, lg, sh, nums, False), runs="value_and_grad"),
     Kind("value_and_grad", "value and gradient of ", True,
          lambda outs, args, nums: [()] + [args[i] for i in nums], _build_vg,
-         lambda o, lg, sh, nums: _loops_grad(o, lg, sh, nums, True)),
+         lambda o, lg, sh, nums: _loops_grad(o, lg, sh, nums, True),
+         structure=lambda own, by, m: (0, _shift(by, 1))),
     Kind("jacobian", "Jacobian of ", False, lambda outs, args, nums: [o + args[i] for o in outs for i in nums],
-         _build_jac, _loops_jacobian),
-    Kind("jacobian_stacked", "stacked Jacobian of ", False, _stacked, _build_jac_stacked, None, public=False),
+         _build_jac, _loops_jacobian,  # each result becomes its Jacobian by each argument
+         structure=lambda own, by, m: _each_leaf(own, lambda i: _shift(by, i * m))),
+    Kind("jacobian_stacked", "stacked Jacobian of ", False, _stacked, _build_jac_stacked, None,
+         structure=lambda own, by, m: own, public=False),
     Kind("hessian", "Hessian of ", True, lambda outs, args, nums: [args[i] + args[j] for i in nums for j in nums],
-         _build_hessian, lambda o, lg, sh, nums: _loops_second(o, lg, sh, nums, len(nums) ** 2)),
+         _build_hessian, lambda o, lg, sh, nums: _loops_second(o, lg, sh, nums, len(nums) ** 2),
+         structure=lambda own, by, m: 0 if isinstance(by, int) else
+         tuple(tuple(i * m + j for j in range(m)) for i in range(m))),
     Kind("hvp", "Hessian-vector product of ", True, lambda outs, args, nums: [args[i] for i in nums], _build_hvp,
-         lambda o, lg, sh, nums: _loops_second(o, lg, sh, nums, len(nums)), public=False),
+         lambda o, lg, sh, nums: _loops_second(o, lg, sh, nums, len(nums)), public=False, tangents=True, last=True),
 )}
 
 
@@ -124,7 +142,8 @@ def kind(name) -> Kind:
     if m is None:
         raise ValueError(f"unknown derivative kind {name!r}: expected one of {', '.join(KINDS)} or d<n>")
     n = int(m.group(1))
-    return Kind(name, f"derivative {n} of ", False, lambda outs, args, nums: outs, _build_nth(n), _loops_nth)
+    return Kind(name, f"derivative {n} of ", False, lambda outs, args, nums: outs, _build_nth(n), _loops_nth,
+                structure=lambda own, by, m: own)
 
 
 def kernel_kinds():
@@ -141,7 +160,7 @@ def result_shapes(outs, args, steps):
             raise ValueError(f"{name} needs a scalar-valued function, but it returns shape "
                              f"{outs[0] if len(outs) == 1 else outs}; use .jacobian for vector-valued functions")
         new = k.shapes(outs, args, nums)
-        if name == "hvp":  # the tangents are arguments after the function's own
+        if k.tangents:  # the tangents are arguments after the function's own
             args = args + [args[i] for i in nums]
         outs = new
     return outs
