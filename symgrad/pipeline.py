@@ -27,10 +27,11 @@ def derived(fn):
 def _loop_program(fn, src):
     from . import loops
     from .program import tangent_names
+    from .transforms.kinds import kind as kind_of
     lp = src.loop_program(fn.name)
     with stage(fn.c_name, "differentiate", expect=expect(fn, "differentiate")):
         for kind, nums in fn._steps:
-            tangents = tangent_names([a.name for a in lp.args], nums) if kind == "hvp" else ()
+            tangents = tangent_names([a.name for a in lp.args], nums) if kind_of(kind).tangents else ()
             lp = loops.derive(lp, kind, nums, tangents)
     return lp
 
