@@ -38,9 +38,6 @@ class Expr:
     def is_Number(self):
         return self.low.nodes[self.node][0] == "const"
 
-    def value(self):
-        return number(self.low.nodes[self.node])
-
 
 class _Arg:
     def __init__(self, arg, symbols):
@@ -124,9 +121,6 @@ class Lowered:
         self.body = tuple(body)
         self.outputs = tuple(_Out(o, [Expr(self, r, free[r] if self.inline[r] else frozenset((self.ref_of[r],)))
                                       for r in o.refs]) for o in prog.outputs)
-
-    def output_exprs(self):
-        return [e for o in self.outputs for e in o.exprs]
 
     def count_ops(self):
         return self.ops
