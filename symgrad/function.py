@@ -71,10 +71,8 @@ class Function:
     @property
     def program(self):
         """The program this Function computes, in the IR (print it: one operation a line, like
-        a jaxpr): the traced program, or a derivative's own program (F.grad.program). Where
-        arrays stayed loops, a derivative's program is its traced one (loops are differentiated
-        as they are printed)."""
-        if not self._steps or self.loops:
+        a jaxpr): the traced program, or a derivative's own program (F.grad.program)."""
+        if not self._steps:
             return self.traced
         return self.optimized()
 
@@ -147,8 +145,8 @@ class Function:
         return result_shapes([o.shape for o in prog.outputs], [a.shape for a in prog.args], self._steps)
 
     def derived(self):
-        """This Function's results as a Program (the IR; derivatives taken, not optimised), or
-        for a function whose arrays stayed loops its loops.LoopProgram (pipeline.derived)."""
+        """This Function's results as a Program (the IR; derivatives taken, not optimised:
+        pipeline.derived)."""
         from . import pipeline
         return pipeline.derived(self)
 

@@ -12,28 +12,12 @@ from .source import C_COMPILE_BASE, RATES, stage
 
 
 def derived(fn):
-    """Function ``fn``'s results as a Program, derivatives taken, or for a function whose arrays
-    stayed loops its loops.LoopProgram. The value-and-gradient program of a Source is made once
+    """Function ``fn``'s results as a Program, derivatives taken. The value-and-gradient program of a Source is made once
     (Source.derived): F.grad, F.value_and_grad and F.hvp build on it."""
-    src = fn._effective()
-    prog = src.program(fn.name)
-    if prog.has_loops:
-        return _loop_program(fn, src)
+    prog = fn._effective().program(fn.name)
     for i, (kind, nums) in enumerate(fn._steps):
         prog = _step(fn, prog, kind, nums, fn._steps[:i])
     return prog
-
-
-def _loop_program(fn, src):
-    from . import loops
-    from .program import tangent_names
-    from .transforms.kinds import kind as kind_of
-    lp = src.loop_program(fn.name)
-    with stage(fn.c_name, "differentiate", expect=expect(fn, "differentiate")):
-        for kind, nums in fn._steps:
-            tangents = tangent_names([a.name for a in lp.args], nums) if kind_of(kind).tangents else ()
-            lp = loops.derive(lp, kind, nums, tangents)
-    return lp
 
 
 def _step(fn, prog, kind, nums, before):
@@ -73,8 +57,6 @@ def optimized(fn):
     if [o.shape for o in prog.outputs] != shapes:
         raise CompileError(f"{fn.c_name}: results of shapes {[o.shape for o in prog.outputs]}"
                            f", expected {shapes} (a bug in symgrad)")
-    if fn.loops:  # common subexpressions are shared as it is printed
-        return prog
     with stage(fn.c_name, "optimize", lambda: f" ({prog.count_ops()} operations)", expect(fn, "optimize")):
         return optimize(prog, fn.options)
 

@@ -12,6 +12,7 @@ import math
 import numbers
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Optional
 from fractions import Fraction
 
 import numpy as np
@@ -29,10 +30,16 @@ class Arg:
 
 @dataclass(frozen=True)
 class Output:
+    """A result. Plain: ``refs`` is the node of every entry (C order). Map (``loops``): the
+    leading axes are the loops ((index variable, extent), ...) and ``refs`` the nodes of the
+    trailing entries, bodies over those variables. Scatter (``adds`` not None, ``refs`` ()):
+    zeros, then for each (coef, weight, loops, index) of ``adds`` and every point of its loops,
+    coef * weight added at entry ``index`` (the gradient by an argument the loops read)."""
     name: str
     shape: tuple
-    refs: tuple  # node indices, C order; with loops: the one node of every entry
-    loops: tuple = ()  # ((index variable, extent), ...): entry (i, j, ...) is refs[0] there
+    refs: tuple
+    loops: tuple = ()
+    adds: Optional[tuple] = None
 
     @property
     def size(self):
@@ -56,7 +63,8 @@ class Program:
     @cached_property
     def has_loops(self) -> bool:
         """Whether array operations stayed loops (see tracing/lazy.py)."""
-        return any(n[0] in ("read", "sum") for n in self.nodes) or any(o.loops for o in self.outputs)
+        return any(n[0] in ("read", "sum") for n in self.nodes) or \
+            any(o.loops or o.adds is not None for o in self.outputs)
 
     def __reduce__(self):  # pickled without its cached key: recomputed where it is loaded
         return Program, (self.args, self.nodes, self.outputs, self.data)
@@ -83,7 +91,14 @@ class Program:
                 lines.append(f"    t{i} = {n[0]} {' '.join(ref(j) for j in n[1:])}")
         for o in self.outputs:
             if o.loops:
-                lines.append(f"    {o.name}[{', '.join(f'i{v}<{e}' for v, e in o.loops)}] = {ref(o.refs[0])}")
+                lines.append(f"    {o.name}[{', '.join(f'i{v}<{e}' for v, e in o.loops)}] = "
+                             f"[{', '.join(ref(j) for j in o.refs)}]")
+                continue
+            if o.adds is not None:
+                lines.append(f"    {o.name}{list(o.shape)} = 0")
+                for coef, w, loops, index in o.adds:
+                    over = f" over {', '.join(f'i{v}<{e}' for v, e in loops)}" if loops else ""
+                    lines.append(f"    {o.name}[{index_text(index)}] += {ref(coef)} * {ref(w)}{over}")
                 continue
             refs = ", ".join(ref(j) for j in o.refs)
             lines.append(f"    {o.name}{list(o.shape) if o.shape else ''} = "
@@ -100,6 +115,17 @@ def index_text(index):
     parts = [(f"i{t}" if isinstance(t, int) else f"data{t[1]}[{index_text(t[2])}]") + ("" if k == 1 else f"*{k}")
              for t, k in terms]
     return " + ".join(parts + ([str(c)] if c or not parts else []))
+
+
+def index_vars(index, out=None):
+    """The loop variables an affine index depends on."""
+    out = set() if out is None else out
+    for t, _ in index[1]:
+        if isinstance(t, int):
+            out.add(t)
+        else:
+            index_vars(t[2], out)
+    return out
 
 
 def const_key(c):

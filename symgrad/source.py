@@ -66,7 +66,7 @@ class Source:
     def __init__(self, fn=None, shapes=None, program=None, *, method=False, instance=None, spec=(),
                  consts=None, loop_min=0, dtype="float64"):
         self.fn, self.shapes, self._program, self._symbolic = fn, shapes, program, None
-        self.loop_min, self._unrolled, self._loops = loop_min, None, None
+        self.loop_min, self._unrolled = loop_min, None
         self.dtype = dtype  # the kernel's (np.nan_to_num's largest number depends on it)
         self.method, self.spec, self.consts = method, spec, consts or {}
         self.takes_out = fn is not None and _has_parameter(fn, "out")  # then `out=` is f's, not results
@@ -103,16 +103,6 @@ class Source:
                            lambda: (prog.count_ops(), RATES["convert to sympy"] * prog.count_ops())):
                     self._symbolic = to_sympy(prog)
             return self._symbolic
-
-    def loop_program(self, name):
-        """The program with loops in sympy (loops.from_program), once."""
-        with self._lock:
-            if self._loops is None:
-                from .loops import from_program
-                prog = self.program(name)
-                with stage(name, "convert to sympy"):
-                    self._loops = from_program(prog)
-            return self._loops
 
     def unrolled(self, name, what, why="its arrays stayed loops, which this derivative is not taken of"):
         """This Source traced with every array element by element, for what loops do not give

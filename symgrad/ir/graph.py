@@ -12,9 +12,10 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..program import Output, Program, const_key, const_value
+from ..program import Output, Program, const_key, const_value, index_vars
 from .ops import OPS
 
+LEAVES = ("const", "arg", "read")  # nodes with no operand nodes (a read's are its index)
 _NAMED = {"pi": math.pi, "E": math.e, "EulerGamma": 0.5772156649015329}
 _TINY, _HUGE = Fraction(2.2250738585072014e-308), Fraction(1.7976931348623157e308)
 
@@ -47,7 +48,7 @@ class Graph:
     def node(self, *n):
         i = self.index.get(n)
         if i is None:
-            if n[0] not in ("const", "arg") and all(self.is_const(j) for j in n[1:]):
+            if n[0] not in LEAVES and n[0] != "sum" and all(self.is_const(j) for j in n[1:]):
                 folded = self._fold(n)
                 if folded is not None:
                     return folded
@@ -229,20 +230,62 @@ class Graph:
                 continue
             seen.add(i)
             n = self.nodes[i]
-            if n[0] not in ("const", "arg"):
+            if n[0] == "sum":
+                stack.append(n[1])
+            elif n[0] not in LEAVES:
                 stack.extend(n[1:])
         return sorted(seen)
 
+    def loop_vars(self, i):
+        """The loop variables node ``i`` varies with (a sum's own are bound by it)."""
+        memo = self.__dict__.setdefault("_vars", [])
+        for k in range(len(memo), i + 1):
+            n = self.nodes[k]
+            if n[0] == "read":
+                memo.append(frozenset(index_vars(n[3])))
+            elif n[0] == "sum":
+                memo.append(memo[n[1]] - {v for v, _ in n[2]})
+            elif n[0] in LEAVES:
+                memo.append(frozenset())
+            else:
+                memo.append(frozenset().union(*[memo[j] for j in n[1:]]))
+        return memo[i]
+
+    def summed(self, p, loops):
+        """The sum of node ``p`` over ``loops``: a sum node, or where ``p`` does not vary with
+        them, p times the number of points (None: 0)."""
+        if self.is_zero(p):
+            return None
+        if not self.loop_vars(p) & {v for v, _ in loops}:
+            return self.mul(p, self.const(math.prod(e for _, e in loops)))
+        return self.node("sum", p, loops)
+
     # -- the result -----------------------------------------------------------------------
     def program(self, outputs, args=None):
-        """A Program of the nodes ``outputs`` need ((name, shape, refs) each; a ref None is
-        0), renumbered in order: dead code is gone."""
-        outs = [(name, shape, [self.zero_node(r) for r in refs]) for name, shape, refs in outputs]
+        """A Program of the nodes ``outputs`` need ((name, shape, refs[, loops[, adds]]) each,
+        as program.Output; a ref None is 0), renumbered in order: dead code is gone."""
+        outs = []
+        for name, shape, refs, *rest in outputs:
+            loops, adds = (tuple(rest) + ((), None)[len(rest):])
+            if adds is not None:
+                adds = [(self.zero_node(c), self.zero_node(w), lp, ix) for c, w, lp, ix in adds
+                        if not self.is_zero(c) and not self.is_zero(w)]
+            outs.append((name, tuple(shape), [self.zero_node(r) for r in refs], tuple(loops), adds))
+        used = [r for o in outs for r in o[2]] + [x for o in outs for a in (o[4] or ()) for x in a[:2]]
         new, nodes = {}, []
-        for i in self.cone([r for _, _, refs in outs for r in refs]):
+        for i in self.cone(used):
             n = self.nodes[i]
-            n = n if n[0] in ("const", "arg") else (n[0], *[new[j] for j in n[1:]])
+            if n[0] == "sum":
+                n = ("sum", new[n[1]], n[2])
+            elif n[0] not in LEAVES:
+                n = (n[0], *[new[j] for j in n[1:]])
             new[i] = len(nodes)
             nodes.append(n)
-        return Program(tuple(args if args is not None else self.args), tuple(nodes),
-                       tuple(Output(name, tuple(shape), tuple(new[r] for r in refs)) for name, shape, refs in outs))
+        return Program(tuple(args if args is not None else self.args), tuple(nodes), tuple(
+            Output(name, shape, tuple(new[r] for r in refs), loops,
+                   None if adds is None else tuple((new[c], new[w], lp, ix) for c, w, lp, ix in adds))
+            for name, shape, refs, loops, adds in outs), self.prog.data)
+
+    def outputs_of(self, prog):
+        """``prog``'s outputs as Graph.program takes them."""
+        return [(o.name, o.shape, list(o.refs), o.loops, o.adds) for o in prog.outputs]

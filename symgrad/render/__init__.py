@@ -1,13 +1,13 @@
 """Optimised program -> source text: one schedule (schedule.py, plain data), one printer
-(printer.py, on sympy's C99 printer), one emitter per target: the in-process CPU kernel
-(cpu.py), standalone C99 (c99.py), CUDA (cuda.py). Targets are data (target.py, which
-imports no sympy: the build and the calls read it on a warm start)."""
+(c.py, through the op table), one emitter per target: the in-process CPU kernel (cpu.py;
+loops.py where arrays stayed loops), standalone C99 (c99.py), CUDA (cuda.py). Targets are
+data (target.py: the build and the calls read it on a warm start). Nothing here imports sympy."""
 from .target import TARGETS, Kernel, Target, pick
 
 __all__ = ["TARGETS", "Kernel", "Target", "pick", "render"]
 
 
-def __getattr__(name):  # the emitters need sympy: loaded when asked for
+def __getattr__(name):  # the emitters: loaded when asked for (a warm start needs none)
     if name == "render":
         from . import cpu
         return getattr(cpu, name)

@@ -1,20 +1,21 @@
-"""The in-process CPU kernel of a program with loops (symgrad/loops.py).
+"""The in-process CPU kernel of a program whose arrays stayed loops (read and sum nodes, map
+and scatter results: program.py), printed from the IR through the op table (c.Printer).
 
-Per point: the straight-line code of the closed forms (common subexpressions shared), each
-sum computed by one loop (all its derivatives' accumulators and scatters at once) where its
-slots are known, then map results by loops over their entries. The innermost loop runs in
-SIMD blocks of W lanes with an accumulator per lane; the outermost loop is cut into CHUNKS
-fixed pieces, summed in order afterwards, so a result never depends on the thread count
-(a single point runs its pieces on the thread team). Data arrays are read through pointers
-set once per process (``K_set_data``): the C never holds the data."""
+Per point: the straight-line code of what does not vary with any loop, each group of sums
+over the same loops computed by one loop (all their accumulators, and the scatters of a
+gradient by an argument the loops read) as soon as what it reads is known, then map results
+by loops over their entries. The innermost loop runs in SIMD blocks of W lanes with an
+accumulator per lane; the outermost loop is cut into CHUNKS fixed pieces, summed in order
+afterwards, so a result never depends on the thread count (a single point runs its pieces on
+the thread team). Data arrays are read through pointers set once per process (``K_set_data``):
+the C never holds the data."""
 from __future__ import annotations
 
 import math
 
-import sympy as sp
-
-from ..loops import atoms
-from .printer import Printer
+from ..errors import CompileError
+from ..ir.graph import LEAVES, Graph, number
+from .c import Printer, _integer_power
 from .schedule import cname
 from .target import Kernel
 
@@ -34,6 +35,10 @@ def index_c(index):
     return " + ".join(parts)
 
 
+def _mentions(index, v):
+    return any(t == v if isinstance(t, int) else _mentions(t[2], v) for t, _ in index[1])
+
+
 def _innermost(index, v):
     """How an index moves with loop variable v: 'none', 'direct' (one-to-one, no gathers
     of v: lanes write distinct entries), or 'gather'."""
@@ -42,12 +47,12 @@ def _innermost(index, v):
     return "gather" if gathered else "direct" if direct else "none"
 
 
-def _lanes_apart(indices, args, v):
-    """Whether the SIMD lanes of loop variable v can add into these entries (of arguments
-    ``args``) at once: no entry one lane writes is written by another lane (x[j] and x[j+1]
-    collide across lanes; x[3j], x[3j+1], x[3j+2] never do)."""
-    for k, (a, x) in enumerate(zip(args, indices)):
-        for b, y in zip(args[k:], indices[k:]):
+def _lanes_apart(indices, buffers, v):
+    """Whether the SIMD lanes of loop variable v can add into these entries (of ``buffers``)
+    at once: no entry one lane writes is written by another lane (x[j] and x[j+1] collide
+    across lanes; x[3j], x[3j+1], x[3j+2] never do)."""
+    for k, (a, x) in enumerate(zip(buffers, indices)):
+        for b, y in zip(buffers[k:], indices[k:]):
             if a != b:
                 continue
             cx, cy = dict(x[1]), dict(y[1])
@@ -59,45 +64,166 @@ def _lanes_apart(indices, args, v):
     return True
 
 
-def _mentions(index, v):
-    return any(t == v if isinstance(t, int) else _mentions(t[2], v) for t, _ in index[1])
+class _View:
+    """The program as c.Printer reads it: which nodes are printed inside their user."""
+
+    def __init__(self, nodes, inline):
+        self.nodes, self.inline = nodes, inline
+        self.ref_of = {i: i for i in range(len(nodes))}
+        self.refs = {n: n for n in nodes if n[0] == "arg"}
+
+
+class _Group:
+    """The loops over one set of index variables and what they compute: sums (accumulators),
+    scatter terms (output, coef, weight, index) or map results."""
+
+    def __init__(self, n, loops):
+        self.n, self.loops, self.sums, self.scatter, self.maps = n, loops, [], [], []
+        self.vars = {v for v, _ in loops}
 
 
 class _Emit:
-    def __init__(self, lp, name, target, options):
-        self.lp, self.name, self.target, self.options = lp, name, target, options
-        self.M, self.R, self.W = target.math, target.real, target.block
+    def __init__(self, prog, name, target, options):
+        self.prog, self.name, self.target, self.options = prog, name, target, options
+        self.M, self.W = target.math, target.block
+        nodes = prog.nodes
+        g = Graph(prog)
+        self.vars = [g.loop_vars(i) for i in range(len(nodes))]
         taken = set()
-        self.arg_c = [cname(a.name, taken, "a_") for a in lp.args]
-        self.res_c = [cname(o.name, taken) for o in lp.outputs]
+        self.arg_c = [cname(a.name, taken, "a_") for a in prog.args]
+        self.res_c = [cname(o.name, taken) for o in prog.outputs]
+        self.groups, by_var = {}, {}
+
+        def group(loops):
+            grp = self.groups.get(loops)
+            if grp is None:
+                grp = self.groups[loops] = _Group(len(self.groups), loops)
+                for v, _ in loops:
+                    if v in by_var:
+                        raise CompileError(f"{name}: loop variable {v} bound twice (a bug in symgrad)")
+                    by_var[v] = grp
+            return grp
+        for i, n in enumerate(nodes):
+            if n[0] == "sum":
+                group(n[2]).sums.append(i)
+        for r, o in enumerate(prog.outputs):
+            if o.loops:
+                group(o.loops).maps.append(r)
+            for c, w, loops, index in o.adds or ():
+                if loops:
+                    group(loops).scatter.append((r, c, w, index))
+        self.by_var = by_var
+        # where each node is computed (None: the top level) and who uses it there
+        self.home = [self._home(i) for i in range(len(nodes))]
+        uses, where = [0] * len(nodes), [set() for _ in nodes]
+
+        def use(j, ctx):
+            uses[j] += 1
+            where[j].add(ctx)
+        for i, n in enumerate(nodes):
+            if n[0] == "sum":
+                use(n[1], n[2])
+            elif n[0] not in LEAVES:
+                for j in n[1:]:
+                    use(j, self.home[i])
+        for o in prog.outputs:
+            for r in o.refs:
+                use(r, o.loops or None)
+            for c, w, loops, _ in o.adds or ():
+                use(c, None)
+                use(w, loops or None)
+        pinned = set()
+        for n in nodes:
+            if n[0] == "pow" and (_integer_power(nodes, n[2]) or 0) not in (0, 1, -1):
+                pinned.add(n[1])
+            if n[0] == "select":
+                pinned.update(j for j in n[2:] if nodes[j][0] == "select")
+        inline, size = [False] * len(nodes), [0] * len(nodes)
+        for i, n in enumerate(nodes):
+            if n[0] in ("const", "arg"):
+                inline[i] = True
+                continue
+            if n[0] in ("read", "sum"):
+                continue
+            size[i] = 1 + sum(size[j] for j in n[1:] if inline[j])
+            alone = where[i] == {self.home[i]}
+            if alone and (n[0] == "neg" or (uses[i] == 1 and i not in pinned
+                                            and size[i] <= options.max_inlined_nodes)):
+                inline[i] = True
+        self.view = _View(nodes, inline)
         self.names = {}
-        for a, syms in enumerate(lp.symbols):
-            items = syms.items() if isinstance(syms, dict) else enumerate(syms)
-            for j, s in items:
-                self.names[s] = f"sg_v{a}_{j}"
-        self.names.update({s: s.name for s in lp.reads})
+        for i, n in enumerate(nodes):
+            if n[0] == "arg":
+                self.names[n] = f"sg_v{n[1]}_{n[2]}"
+            elif n[0] == "sum":
+                self.names[i] = f"sg_A{i}"
+            elif n[0] == "read":
+                self.names[i] = f"sg_r{i}"
+            elif not inline[i]:
+                self.names[i] = f"t{i}" if self.home[i] is None else f"u{i}"
         self.printer = Printer(self.names, target, options)
-        self.ops = 0
+        self.ops = sum(1 for n in nodes if n[0] not in LEAVES)
 
-    def p(self, e):
-        return self.printer.doprint(e)
+    def _home(self, i):
+        vs = self.vars[i]
+        if not vs:
+            return None
+        homes = {self.by_var[v].loops for v in vs if v in self.by_var}
+        if len(homes) != 1 or not all(v in self.by_var for v in vs):
+            raise CompileError(f"{self.name}: node {i} varies with the loops of two groups (a bug in symgrad)")
+        return homes.pop()
 
-    def read_line(self, s, indent):
-        kind, i, index = self.lp.reads[s]
-        src = f"sg_d{i}" if kind == "d" else self.arg_c[i]
-        return f"{indent}const {self.M} {s.name} = ({self.M}){src}[{index_c(index)}];"
+    def p(self, i):
+        """Node ``i`` where it is used."""
+        return self.printer._operand(self.view, i)
 
-    def body(self, exprs, indent, prefix):
-        """Loads, temporaries and the final expressions of a loop body (CSE over all of them)."""
-        temps, reduced = sp.cse(exprs, symbols=sp.numbered_symbols(prefix, real=True), order="none")
-        for t, _ in temps:
-            self.names[t] = t.name
-        used = set().union(*[e.free_symbols for _, e in temps], *[e.free_symbols for e in reduced]) \
-            if exprs else set()
-        lines = [self.read_line(s, indent) for s in sorted(used, key=str) if s in self.lp.reads]
-        lines += [f"{indent}const {self.M} {t.name} = {self.p(e)};" for t, e in temps]
-        self.ops += sum(sp.count_ops(e) for _, e in temps) + sum(sp.count_ops(e) for e in reduced)
-        return lines, reduced
+    def define(self, i, indent):
+        """The statement that computes named node ``i``."""
+        n = self.prog.nodes[i]
+        if n[0] == "read":
+            src = f"sg_d{n[2]}" if n[1] == "d" else self.arg_c[n[2]]
+            return f"{indent}const {self.M} {self.names[i]} = ({self.M}){src}[{index_c(n[3])}];"
+        return f"{indent}const {self.M} {self.names[i]} = {self.printer._node(self.view, i, top=True)};"
+
+    def statements(self, roots, home):
+        """The named nodes computed at ``home`` (None: the top level) that ``roots`` need, ascending."""
+        seen, stack, out = set(), list(roots), []
+        nodes = self.prog.nodes
+        while stack:
+            i = stack.pop()
+            if i in seen or self.home[i] != home or nodes[i][0] in ("const", "arg"):
+                continue
+            seen.add(i)
+            n = nodes[i]
+            if n[0] == "sum":
+                continue
+            if not self.view.inline[i]:
+                out.append(i)
+            if n[0] not in LEAVES:
+                stack.extend(n[1:])
+        return sorted(out)
+
+    def needs(self, roots, home):
+        """The top-level named nodes and sums that the nodes ``roots`` at ``home`` read."""
+        seen, stack, out = set(), list(roots), set()
+        nodes = self.prog.nodes
+        while stack:
+            i = stack.pop()
+            if i in seen:
+                continue
+            seen.add(i)
+            n = nodes[i]
+            if n[0] in ("const", "arg"):
+                continue
+            if self.home[i] is None and (i not in roots or home is not None):
+                if n[0] == "sum" or not self.view.inline[i]:
+                    out.add(i)
+                    continue
+            if n[0] == "sum":
+                continue
+            if n[0] not in LEAVES:
+                stack.extend(n[1:])
+        return out
 
     def loops(self, loops, indent):
         """Nested loops over ``loops``, the first over this chunk's piece (sg_c) of its range:
@@ -115,151 +241,126 @@ class _Emit:
         return lines, ind, close
 
 
-def _groups(lp):
-    """Sum atoms grouped by (sum, slot values): one loop each."""
-    found = set()
-    for o in lp.outputs:
-        for e in (o.exprs if o.kind != "scatter" else [e for _, e in o.exprs] + [a for a, f in o.scatter]):
-            found |= atoms(e)
-        for _, f in o.scatter:
-            found.add(f)
-            found |= atoms(f)
-    groups = {}
-    for f in sorted(found, key=lambda f: (f.func.red.k, str(f))):
-        g = groups.setdefault((f.func.red.k, f.args), {"red": f.func.red, "args": f.args, "atoms": [],
-                                                        "scatter": set()})
-        g["atoms"].append(f)
-    for o in lp.outputs:
-        for _, f in o.scatter:
-            groups[f.func.red.k, f.args]["scatter"].add(o.arg)
-    return list(groups.values())
-
-
-def render_loops(lp, name, target, options, title=None) -> Kernel:
-    em = _Emit(lp, name, target, options)
-    M = em.M
-    groups = _groups(lp)
-    place = {}
-    for n, g in enumerate(groups):
-        g["n"] = n
-        for f in g["atoms"]:
-            place[f] = sp.Symbol(f"sg_A{len(place)}", real=True)
-            em.names[place[f]] = place[f].name
-    # top level: slot values of every loop, plain results, explicit parts and adjoints
-    top = []
-    for g in groups:
-        g["slots"] = (len(top), len(g["args"]) - 1)
-        top += [a.xreplace(place) for a in g["args"][:-1]]
-    starts = []  # per result: where its expressions start in ``top`` (maps: None, printed in their loop)
-    for o in lp.outputs:
-        starts.append(None if o.kind == "map" else len(top))
-        if o.kind == "plain":
-            top += [e.xreplace(place) for e in o.exprs]
-        elif o.kind == "scatter":
-            top += [e.xreplace(place) for _, e in o.exprs] + [a.xreplace(place) for a, _ in o.scatter]
-    temps, reduced = sp.cse(top, symbols=sp.numbered_symbols("t", real=True), order="none") if top else ([], [])
-    for t, _ in temps:
-        em.names[t] = t.name
-    em.ops += sum(sp.count_ops(e) for _, e in temps)
-    ind = "    "
+def render_loops(prog, name, target, options, title=None) -> Kernel:
+    em = _Emit(prog, name, target, options)
+    M, nodes, ind = em.M, prog.nodes, "    "
     lines = [f"{ind}const double *const sg_d{k} = (const double *)sg_data[{k}];" if d.dtype.kind == "f" else
-             f"{ind}const int64_t *const sg_d{k} = (const int64_t *)sg_data[{k}];" for k, d in enumerate(lp.data)]
-    for a, syms in enumerate(lp.symbols):
-        items = syms.items() if isinstance(syms, dict) else enumerate(syms)
-        lines += [f"{ind}const {M} {em.names[s]} = ({M}){em.arg_c[a]}[{j}];" for j, s in items]
-    # straight-line code and loops, each as soon as what it reads is known
-    known = set(em.names) - set(place.values()) - {t for t, _ in temps}
-    pending = [("t", t, e) for t, e in temps] + [("g", g, None) for g in groups]
-    while pending:
-        progress = False
-        for item in list(pending):
-            kind, x, e = item
-            if kind == "t":
-                if e.free_symbols <= known:
-                    lines.append(f"{ind}const {M} {x.name} = {em.p(e)};")
-                    known.add(x)
-                    pending.remove(item)
-                    progress = True
-            else:
-                a, n = x["slots"]
-                need = set().union(*[r.free_symbols for r in reduced[a:a + n]]) if n else set()
-                if need <= known:
-                    lines += _sum_loop(em, x, reduced[a:a + n], place, ind)
-                    known |= {place[f] for f in x["atoms"]}
-                    pending.remove(item)
-                    progress = True
-        if not progress:
-            raise AssertionError("symgrad: the loops of a kernel depend on each other (a bug in symgrad)")
+             f"{ind}const int64_t *const sg_d{k} = (const int64_t *)sg_data[{k}];" for k, d in enumerate(prog.data)]
+    lines += [f"{ind}const {M} {em.names[n]} = ({M}){em.arg_c[n[1]]}[{n[2]}];" for n in nodes if n[0] == "arg"]
+    # what the top level computes: plain results, coefficients of scatters, and whatever the
+    # loops read; ordered so that each group's loop runs once all it reads is known
+    sum_groups = [g for g in em.groups.values() if g.sums or g.scatter]
+    roots = [r for o in prog.outputs if not o.loops for r in o.refs]
+    roots += [x for o in prog.outputs for c, w, loops, _ in o.adds or () for x in ((c,) if loops else (c, w))]
+    for g in em.groups.values():
+        bodies = [nodes[s][1] for s in g.sums] + [w for _, _, w, _ in g.scatter] + \
+            [r for k in g.maps for r in prog.outputs[k].refs]
+        g.reads = em.needs(bodies, g.loops)
+        roots += sorted(g.reads)
+    order, state = [], {}
+    group_of_sum = {s: g for g in sum_groups for s in g.sums}
+
+    def visit(item):  # an iterative depth-first topological order of statements and sum groups
+        stack = [(item, False)]
+        while stack:
+            x, done = stack.pop()
+            if done:
+                state[x] = 2
+                order.append(x)
+                continue
+            if state.get(x) == 2:
+                continue
+            if state.get(x) == 1:
+                raise CompileError(f"{name}: the loops of a kernel depend on each other (a bug in symgrad)")
+            state[x] = 1
+            stack.append((x, True))
+            deps = sorted(x.reads) if isinstance(x, _Group) else sorted(em.needs([x], None) - {x})
+            for d in deps:
+                d = group_of_sum.get(d, d)
+                if state.get(d) != 2:
+                    stack.append((d, False))
+    for r in roots:
+        for i in em.statements([r], None) + sorted(em.needs([r], None) & set(group_of_sum)):
+            x = group_of_sum.get(i, i)
+            if state.get(x) != 2:
+                visit(x)
+    for g in sum_groups:  # (a group of scatters only: no sum read by anything)
+        if state.get(g) != 2:
+            visit(g)
+    for x in order:
+        if isinstance(x, _Group):
+            lines += _sum_loop(em, x, ind)
+        elif nodes[x][0] != "sum":
+            lines.append(em.define(x, ind))
     frees = []
-    for o, c, start in zip(lp.outputs, em.res_c, starts):
-        if o.kind == "plain":
-            lines += [f"{ind}{c}[{k}] = {em.p(e)};" for k, e in enumerate(reduced[start:start + o.size])]
-        elif o.kind == "scatter":
-            ne = len(o.exprs)
+    for r, (o, c) in enumerate(zip(prog.outputs, em.res_c)):
+        if o.loops:
+            lines += _map_loop(em, em.groups[o.loops], r, c, ind)
+        elif o.adds is not None:
             lines.append(f"{ind}for (int64_t sg_j = 0; sg_j < {o.size}; ++sg_j) {c}[sg_j] = 0;")
-            lines += [f"{ind}{c}[{j}] = {em.p(e)};" for (j, _), e in zip(o.exprs, reduced[start:start + ne])]
-            for (adj, f), a in zip(o.scatter, reduced[start + ne:start + ne + len(o.scatter)]):
-                g = next(g for g in groups if f in g["atoms"])
-                lines += [f"{ind}{{ const {M} sg_adj = {em.p(a)};",
-                          f"{ind}  for (int64_t sg_j = 0; sg_j < {o.size}; ++sg_j) "
-                          f"{c}[sg_j] += sg_adj*sg_S{g['n']}_{o.arg}[sg_j]; }}"]
+            for coef, w, loops, index in o.adds:
+                if not loops:
+                    one = nodes[coef][0] == "const" and number(nodes[coef]) == 1
+                    lines.append(f"{ind}{c}[{index_c(index)}] += {em.p(w) if one else em.p(coef) + '*' + em.p(w)};")
+            for g in sum_groups:
+                for b, (rr, coef) in enumerate(g.buffers):
+                    if rr == r:
+                        buf = f"sg_S{g.n}_{b}"
+                        lines.append(f"{ind}{{ const {M} sg_adj = {em.p(coef)};")
+                        lines.append(f"{ind}  for (int64_t sg_j = 0; sg_j < {o.size}; ++sg_j) "
+                                     f"{c}[sg_j] += sg_adj*{buf}[sg_j]; }}")
+                        frees.append(f"{ind}free({buf});")
         else:
-            lines += _map_loop(em, o, c, place, ind)
-    for g in groups:
-        frees += [f"{ind}free(sg_S{g['n']}_{a});" for a in sorted(g["scatter"])]
-    lines += frees
-    return _kernel(em, lines, title)
+            lines += [f"{ind}{c}[{k}] = {em.p(x)};" for k, x in enumerate(o.refs)]
+    return _kernel(em, lines + frees, title)
 
 
-def _sum_loop(em, g, slot_values, place, ind):
-    """One loop over a sum's index variables: every derivative of it wanted (accumulators)
-    and the scatters of its read partials into large arguments' gradients."""
-    M, W, red = em.M, em.W, g["red"]
-    n = g["n"]
-    for s, v in zip(red.slots, slot_values):
-        em.names[s] = f"sg_s{n}_{red.slots.index(s)}"
-    alphas = [f.func.alpha for f in g["atoms"]]
-    exprs = [red.derivative(al) for al in alphas]
-    scat = []  # (argument, read symbol)
-    for a in sorted(g["scatter"]):
-        for r in red.arg_reads(a):
-            scat.append((a, r))
-            exprs.append(sp.diff(red.body, r))
-    inner_v = red.loops[-1][0]
-    how = [_innermost(em.lp.reads[r][2], inner_v) for _, r in scat]
-    simd = "gather" not in how and _lanes_apart([em.lp.reads[r][2] for (_, r), h in zip(scat, how) if h == "direct"],
-                                                [a for (a, _), h in zip(scat, how) if h == "direct"], inner_v)
+def _body(em, g, roots, indent):
+    return [em.define(i, indent) for i in em.statements(roots, g.loops)]
+
+
+def _sum_loop(em, g, ind):
+    """One loop over a group's index variables: every sum of the group (accumulators) and the
+    scatters of its weights into gradients by arguments the loops read (a buffer per result
+    and coefficient, scaled by the coefficient once the loop is done)."""
+    M, W, prog = em.M, em.W, em.prog
+    n, na = g.n, len(g.sums)
+    g.buffers = []
+    scat = []  # (buffer, weight, index)
+    for r, coef, w, index in g.scatter:
+        if (r, coef) not in g.buffers:
+            g.buffers.append((r, coef))
+        scat.append((g.buffers.index((r, coef)), w, index))
+    inner_v = g.loops[-1][0]
+    how = [_innermost(index, inner_v) for _, _, index in scat]
+    direct = [(b, index) for (b, _, index), h in zip(scat, how) if h == "direct"]
+    simd = "gather" not in how and _lanes_apart([x for _, x in direct], [b for b, _ in direct], inner_v)
     lanes = [k for k, h in enumerate(how) if h == "none"]
-    na, nl = len(alphas), len(lanes)
-    total = math.prod(e for _, e in red.loops)
-    lines = [f"{ind}/* sum {red.k}: {', '.join(f'sg_i{v} < {e}' for v, e in red.loops)} */"]
-    lines += [f"{ind}{M} {place[f].name};" for f in g["atoms"]]
+    nl = len(lanes)
+    total = math.prod(e for _, e in g.loops)
+    lines = [f"{ind}/* loop {n}: {', '.join(f'sg_i{v} < {e}' for v, e in g.loops)} */"]
+    for b, (r, _) in enumerate(g.buffers):
+        size = prog.outputs[r].size
+        lines += [f"{ind}{M} *sg_S{n}_{b} = ({M} *)calloc({CHUNKS * size}, sizeof({M}));",
+                  f"{ind}if (!sg_S{n}_{b}) symgrad_alloc((size_t)-1);"]
+    lines += [f"{ind}{M} {em.names[s]};" for s in g.sums]
     lines.append(f"{ind}{{")
     i2 = ind + "    "
-    lines += [f"{i2}const {M} sg_s{n}_{k} = {em.p(v)};" for k, v in enumerate(slot_values)]
     lines.append(f"{i2}{M} sg_part[{CHUNKS * max(na, 1)}];")
-    for a in sorted(g["scatter"]):
-        size = em.lp.args[a].size
-        lines.insert(0, f"{ind}{M} *sg_S{n}_{a} = ({M} *)calloc({CHUNKS * size}, sizeof({M}));")
-        lines.insert(1, f"{ind}if (!sg_S{n}_{a}) symgrad_alloc((size_t)-1);")
     par = f"sg_par && {total} >= {PARALLEL_MIN}"
     lines += ["#ifdef _OPENMP", f"{i2}_Pragma(\"omp parallel for schedule(static) if({par})\")", "#endif",
               f"{i2}for (int64_t sg_c = 0; sg_c < {CHUNKS}; ++sg_c) {{"]
     i3 = i2 + "    "
     lines.append(f"{i3}{M} sg_acc[{max(na, 1) * W}] = {{0}};")
-    for a in sorted(g["scatter"]):
-        lines.append(f"{i3}{M} *restrict sg_Sc{a} = sg_S{n}_{a} + sg_c*{em.lp.args[a].size};")
-    body_lines, reduced = em.body(exprs, "", f"u{n}_")
-    accs = reduced[:na]
-    parts = reduced[na:]
-    if len(red.loops) == 1:
-        v, e = red.loops[0]
+    for b, (r, _) in enumerate(g.buffers):
+        lines.append(f"{i3}{M} *restrict sg_Sc{b} = sg_S{n}_{b} + sg_c*{prog.outputs[r].size};")
+    if len(g.loops) == 1:
+        v, e = g.loops[0]
         lo, hi = f"{e}*sg_c/{CHUNKS}", f"{e}*(sg_c + 1)/{CHUNKS}"
         opened, i4, close = [], i3, []
     else:
-        outer = red.loops[:-1]
-        opened, i4, close = em.loops(outer, i3)
-        v, e = red.loops[-1]
+        opened, i4, close = em.loops(g.loops[:-1], i3)
+        v, e = g.loops[-1]
         lo, hi = "0", str(e)
     lines += opened
     if nl:
@@ -272,45 +373,43 @@ def _sum_loop(em, g, slot_values, place, ind):
     i6 = i5 + "    "
     lines.append(f"{i5}for (int sg_l = 0; sg_l < sg_w; ++sg_l) {{")
     lines.append(f"{i6}const int64_t sg_i{v} = sg_jb + sg_l;")
-    lines += [i6 + x for x in body_lines]
-    lines += [f"{i6}sg_acc[{k * W} + sg_l] += {em.p(x)};" for k, x in enumerate(accs)]
-    for k, ((a, r), x, h) in enumerate(zip(scat, parts, how)):
-        idx = index_c(em.lp.reads[r][2])
+    lines += _body(em, g, [prog.nodes[s][1] for s in g.sums] + [w for _, w, _ in scat], i6)
+    lines += [f"{i6}sg_acc[{k * W} + sg_l] += {em.p(prog.nodes[s][1])};" for k, s in enumerate(g.sums)]
+    for k, ((b, w, index), h) in enumerate(zip(scat, how)):
         if h == "none":
-            lines.append(f"{i6}sg_lacc[{lanes.index(k) * W} + sg_l] += {em.p(x)};")
+            lines.append(f"{i6}sg_lacc[{lanes.index(k) * W} + sg_l] += {em.p(w)};")
         else:
-            lines.append(f"{i6}sg_Sc{a}[{idx}] += {em.p(x)};")
+            lines.append(f"{i6}sg_Sc{b}[{index_c(index)}] += {em.p(w)};")
     lines += [f"{i5}}}", f"{i4}}}"]
     for m, k in enumerate(lanes):
-        a, r = scat[k]
+        b, _, index = scat[k]
         lines.append(f"{i4}{{ {M} sg_z = 0; for (int sg_l = 0; sg_l < {W}; ++sg_l) sg_z += sg_lacc[{m * W} + sg_l]; "
-                     f"sg_Sc{a}[{index_c(em.lp.reads[r][2])}] += sg_z; }}")
+                     f"sg_Sc{b}[{index_c(index)}] += sg_z; }}")
     lines += close
     for k in range(na):
         lines.append(f"{i3}{{ {M} sg_z = 0; for (int sg_l = 0; sg_l < {W}; ++sg_l) sg_z += sg_acc[{k * W} + sg_l]; "
                      f"sg_part[sg_c*{na} + {k}] = sg_z; }}")
     lines.append(f"{i2}}}")
-    for k, f in enumerate(g["atoms"]):
-        lines.append(f"{i2}{place[f].name} = 0; for (int sg_c = 0; sg_c < {CHUNKS}; ++sg_c) "
-                     f"{place[f].name} += sg_part[sg_c*{na} + {k}];")
-    for a in sorted(g["scatter"]):
-        size = em.lp.args[a].size
+    for k, s in enumerate(g.sums):
+        a = em.names[s]
+        lines.append(f"{i2}{a} = 0; for (int sg_c = 0; sg_c < {CHUNKS}; ++sg_c) {a} += sg_part[sg_c*{na} + {k}];")
+    for b, (r, _) in enumerate(g.buffers):
+        size = prog.outputs[r].size
         lines.append(f"{i2}for (int sg_c = 1; sg_c < {CHUNKS}; ++sg_c) for (int64_t sg_j = 0; sg_j < {size}; ++sg_j) "
-                     f"sg_S{n}_{a}[sg_j] += sg_S{n}_{a}[sg_c*{size} + sg_j];")
+                     f"sg_S{n}_{b}[sg_j] += sg_S{n}_{b}[sg_c*{size} + sg_j];")
     lines.append(f"{ind}}}")
     return lines
 
 
-def _map_loop(em, o, c, place, ind):
+def _map_loop(em, g, r, c, ind):
     """A map result: every entry of the leading axes by one loop nest, SIMD innermost."""
-    exprs = [e.xreplace(place) for e in o.exprs]
-    tail = len(exprs)
+    o = em.prog.outputs[r]
+    tail = len(o.refs)
     strides, s = [], tail
     for _, e in reversed(o.loops):
         strides.insert(0, s)
         s *= e
     flat = " + ".join(f"{st}*sg_i{v}" for (v, _), st in zip(o.loops, strides))
-    body_lines, reduced = em.body(exprs, "", f"m{c}_")
     total = math.prod(e for _, e in o.loops)
     i2 = ind + "    "
     lines = [f"{ind}/* {c}: {', '.join(f'sg_i{v} < {e}' for v, e in o.loops)} */",
@@ -326,25 +425,25 @@ def _map_loop(em, o, c, place, ind):
         lo, hi = "0", str(e)
     i4 = i3 + "    "
     lines += opened + [f"{i3}SYMGRAD_SIMD", f"{i3}for (int64_t sg_i{v} = {lo}; sg_i{v} < {hi}; ++sg_i{v}) {{"]
-    lines += [i4 + x for x in body_lines]
-    lines += [f"{i4}{c}[({flat}) + {k}] = {em.p(x)};" for k, x in enumerate(reduced)]
+    lines += _body(em, g, list(o.refs), i4)
+    lines += [f"{i4}{c}[({flat}) + {k}] = {em.p(x)};" for k, x in enumerate(o.refs)]
     lines += [f"{i3}}}"] + close + [f"{ind}}}"]
     return lines
 
 
 def _kernel(em, body, title):
-    lp, name, target, R = em.lp, em.name, em.target, em.R
+    prog, name, target, R = em.prog, em.name, em.target, em.target.real
     plain = [f"const {R} *{c}" for c in em.arg_c] + [f"{R} *{c}" for c in em.res_c]
     restrict = [f"const {R} *restrict {c}" for c in em.arg_c] + [f"{R} *restrict {c}" for c in em.res_c]
     names = em.arg_c + em.res_c
-    sizes = [a.size for a in lp.args] + [o.size for o in lp.outputs]
-    nd = max(1, len(lp.data))
+    sizes = [a.size for a in prog.args] + [o.size for o in prog.outputs]
+    nd = max(1, len(prog.data))
     batch, streams, setter = (target.entry(name, w) for w in ("batch", "streams", "data"))
     label = (title or name).replace("*/", "* /")
     src = [f"/* {name}: {label}, generated by symgrad */", '#include "symgrad_rt.h"', "",
-           f"static const void *sg_data[{nd}];", f"static int sg_data_set = {int(not lp.data)};", "",
+           f"static const void *sg_data[{nd}];", f"static int sg_data_set = {int(not prog.data)};", "",
            f"void {setter}(const void *const *p) {{",
-           f"    for (int k = 0; k < {len(lp.data)}; ++k) sg_data[k] = p[k];", "    sg_data_set = 1;", "}", "",
+           f"    for (int k = 0; k < {len(prog.data)}; ++k) sg_data[k] = p[k];", "    sg_data_set = 1;", "}", "",
            f"static void {name}_one({', '.join(restrict)}, int sg_par) {{", *body, "}", "",
            f"void {batch}(int64_t n, int sg_mode, {', '.join(plain)}) {{",
            "    if (!sg_data_set) {  /* never reached through symgrad: NaN, not a crash */",

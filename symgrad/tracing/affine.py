@@ -2,6 +2,8 @@
 an index variable (int) or a gather ``("g", data, index)`` of an integer data array."""
 from __future__ import annotations
 
+from ..program import index_vars  # noqa: F401  (affine.index_vars)
+
 
 def const(c):
     return (int(c), ())
@@ -27,17 +29,6 @@ def gather(b, data, index):
     if not index[1]:
         return const(b.data[data][0].flat[index[0]])
     return (0, ((("g", data, index), 1),))
-
-
-def index_vars(a, out=None):
-    """The loop variables an index depends on."""
-    out = set() if out is None else out
-    for t, _ in a[1]:
-        if isinstance(t, int):
-            out.add(t)
-        else:
-            index_vars(t[2], out)
-    return out
 
 
 def flat(idx, shape):

@@ -1,6 +1,8 @@
-"""Derivatives of a Program, IR -> IR: reverse accumulation (gradients, Jacobian rows),
-forward accumulation (Hessian-vector products over a gradient, n-th derivatives), and edge
-pushing (Hessians: one reverse sweep, each symmetric entry once).
+"""Derivatives of a Program, IR -> IR: reverse accumulation (gradients, Jacobian rows) and
+forward accumulation (Hessian-vector products over a gradient, n-th derivatives); Hessians
+are hessian.py's. A sum over loops is differentiated as any op: its partial by what its body
+reads is the sum of the body's partial (body_partials), and a gradient by an argument the
+loops read is a scatter of the body's partials by its reads.
 
 Each node's local partials come from its op's rule (ir/ops.py). A product with a select one
 of whose branches is 0 (an adjoint through np.where, a step's 0/1) moves inside the select,
@@ -10,7 +12,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ..ir.graph import Graph
+from ..errors import CompileError
+from ..ir.graph import LEAVES, Graph
 from ..ir.ops import OPS
 from ..program import Program
 
@@ -23,12 +26,53 @@ def partials(g: Graph, t):
         n = g.nodes[t]
         rule = OPS[n[0]].partials if n[0] in OPS else None
         hit = {}
-        if rule is not None:
+        if n[0] == "sum":  # by what its body reads that stays put over its loops: the sum of the
+            for s, p in body_partials(g, t).items():  # body's partial (reads: scatters, reverse)
+                if g.nodes[s][0] != "read":
+                    q = g.summed(p, n[2])
+                    if q is not None:
+                        hit[s] = q
+        elif rule is not None:
             for s, p in zip(n[1:], rule(g, t, *n[1:])):
                 if p is None or g.is_zero(p) or g.nodes[s][0] == "const":
                     continue
                 hit[s] = g.add(hit[s], p) if s in hit else p
         memo[t] = hit
+    return hit
+
+
+def body_partials(g, s):
+    """{leaf: d body / d leaf} of sum node ``s``, by a reverse sweep over its body alone: the
+    leaves are what the body reads that does not vary with the sum's loop variables, and its
+    reads of arguments (a data array's entries are constants)."""
+    memo = g.__dict__.setdefault("_bodies", {})
+    hit = memo.get(s)
+    if hit is None:
+        body, bound = g.nodes[s][1], {v for v, _ in g.nodes[s][2]}
+        inside, stack = set(), [body]
+        while stack:
+            i = stack.pop()
+            n = g.nodes[i]
+            if i in inside or n[0] in LEAVES or not g.loop_vars(i) & bound:
+                continue
+            if n[0] == "sum":
+                raise CompileError("a sum inside another sum's loop (a bug in symgrad)")
+            inside.add(i)
+            stack.extend(n[1:])
+        adj = defaultdict(list)
+        adj[body].append(g.const(1))
+        for t in sorted(inside, reverse=True):
+            a = g.sum(adj.pop(t, ()))
+            if a is not None:
+                for o, p in partials(g, t).items():
+                    adj[o].append(times(g, a, p))
+        hit = {}
+        for o, terms in adj.items():
+            n = g.nodes[o]
+            v = g.sum(terms)
+            if v is not None and not (n[0] == "read" and n[1] == "d"):
+                hit[o] = v
+        memo[s] = hit
     return hit
 
 
@@ -122,7 +166,10 @@ def active(g, order, wrt):
     act = set(wrt)
     for i in order:
         n = g.nodes[i]
-        if n[0] not in ("const", "arg") and not OPS[n[0]].condition and any(s in act for s in n[1:]):
+        if n[0] == "sum":
+            if n[1] in act:
+                act.add(i)
+        elif n[0] not in LEAVES and not OPS[n[0]].condition and any(s in act for s in n[1:]):
             act.add(i)
     return act
 
@@ -132,12 +179,18 @@ def arg_nodes(g, argnums):
     return [g.index.get(("arg", a, j)) for a in argnums for j in range(g.args[a].size)]
 
 
-def reverse(g, y, wrt):
-    """d y / d w for each node w of ``wrt`` (None: 0), by one reverse sweep from node ``y``."""
+def reverse(g, y, wrt, scatter=None):
+    """d y / d w for each node w of ``wrt`` (None: 0), by one reverse sweep from node ``y``.
+    ``scatter``: {argument: []} of arguments the loops read, each list given the
+    (coef, weight, loops, index) terms of its gradient (program.Output.adds)."""
     if y is None:
         return [None] * len(wrt)
     order = g.cone([y])
-    act = active(g, order, [w for w in wrt if w is not None])
+    seeds = [w for w in wrt if w is not None]
+    if scatter:
+        seeds += [i for i in order if g.nodes[i][0] in ("arg", "read") and g.nodes[i][-2] in scatter
+                  and g.nodes[i][1] != "d"]
+    act = active(g, order, seeds)
     adj = defaultdict(list)
     adj[y].append(g.const(1))
     done = {}
@@ -148,9 +201,20 @@ def reverse(g, y, wrt):
         a = g.sum(terms)
         if a is None:
             continue
-        if g.nodes[t][0] == "arg":
+        n = g.nodes[t]
+        if n[0] == "arg":
+            if scatter and n[1] in scatter:
+                scatter[n[1]].append((a, g.const(1), (), (n[2], ())))
             done[t] = a
             continue
+        if n[0] == "read":
+            raise CompileError("a derivative of an array result by an argument the loops read (a bug in symgrad: "
+                               "transforms/kinds.py should have refused it)")
+        if n[0] == "sum" and scatter:
+            for s, p in body_partials(g, t).items():
+                m = g.nodes[s]
+                if m[0] == "read" and m[2] in scatter:
+                    scatter[m[2]].append((a, p, n[2], m[3]))
         for s, p in partials(g, t).items():
             if s in act:
                 adj[s].append(times(g, a, p))
@@ -162,144 +226,22 @@ def forward(g, refs, dots):
     by one forward sweep; returns the tangent of each ref (None: 0)."""
     dots = dict(dots)
     for t in g.cone(refs):
-        if t in dots or g.nodes[t][0] in ("const", "arg"):
+        n = g.nodes[t]
+        if t in dots or n[0] in LEAVES:
             continue
-        d = g.sum([times(g, dots[s], p) for s, p in partials(g, t).items() if s in dots])
+        if n[0] == "sum":  # the sum of the body's tangent
+            d = g.summed(dots[n[1]], n[2]) if n[1] in dots else None
+        else:
+            d = g.sum([times(g, dots[s], p) for s, p in partials(g, t).items() if s in dots])
         if d is not None:
             dots[t] = d
     return [dots.get(r) if r is not None else None for r in refs]
 
 
-def _local(g, p, s, leaves, memo):
-    """d p / d s for a node ``p`` built from ``leaves`` (taken as independent)."""
-    if p == s:
-        return g.const(1)
-    if p in leaves or g.nodes[p][0] in ("const", "arg"):
-        return None
-    if p not in memo:
-        memo[p] = g.sum([times(g, d, q) for o, q in partials(g, p).items()
-                         for d in [_local(g, o, s, leaves, memo)] if d is not None])
-    return memo[p]
-
-
-def _second(g, t):
-    """{(i, j): node} of the second partials of node ``t`` by its operands i <= j (positions of
-    operands that are not constants), built on a template of the op whose operands are fresh
-    leaves (so a partial rule that rebuilds one operand from another, atan2(x, x*x) building
-    x*x, is never mistaken for that operand), then instantiated with ``t``'s own operands."""
-    n = g.nodes[t]
-    memo = g.__dict__.setdefault("_seconds", {})
-    shape = (n[0],) + tuple(g.nodes[o] if g.nodes[o][0] == "const" else None for o in n[1:])
-    tpl = memo.get(shape)
-    if tpl is None:
-        from ..program import Arg, Program
-        h = Graph(Program((), (), ()))
-        ops = [h.node(*c) if c is not None else h.node("arg", k, 0) for k, c in enumerate(shape[1:])]
-        h.args = [Arg(f"o{k}", ()) for k in range(len(ops))]
-        root = h.node(n[0], *ops)
-        leaves = {o for o, c in zip(ops, shape[1:]) if c is None}
-        first = partials(h, root) if h.nodes[root][0] == n[0] else {}
-        pos = {o: k for k, o in enumerate(ops) if o in leaves}
-        out = {}
-        for s, d in first.items():
-            if s not in pos:
-                continue
-            for s2 in pos:
-                if pos[s2] >= pos[s]:
-                    v = _local(h, d, s2, leaves, {})
-                    if not h.is_zero(v):
-                        out[pos[s], pos[s2]] = v
-        tpl = memo[shape] = (h, root, out)
-    h, root, out = tpl
-    leaf_of = {h.index[("arg", k, 0)]: o for k, o in enumerate(n[1:]) if ("arg", k, 0) in h.index}
-    cache = {root: t}
-
-    def inst(i):
-        stack = [i]
-        while stack:
-            j = stack[-1]
-            if j in cache:
-                stack.pop()
-                continue
-            m = h.nodes[j]
-            if m[0] == "arg":
-                cache[j] = leaf_of[j]
-                stack.pop()
-                continue
-            if m[0] == "const":
-                cache[j] = g.node(*m)
-                stack.pop()
-                continue
-            todo = [k for k in m[1:] if k not in cache]
-            if todo:
-                stack.extend(todo)
-                continue
-            stack.pop()
-            cache[j] = g.node(m[0], *[cache[k] for k in m[1:]])
-        return cache[i]
-    return {(i, j): inst(v) for (i, j), v in out.items()}
-
-
-def edge_push(g, y, wrt):
-    """The Hessian of node ``y`` by edge pushing (Gower & Mello 2012): one reverse sweep that
-    carries, beside each node's adjoint, the symmetric second-order weights W(u, v) between
-    it and the nodes still ahead, pushed through each node's first partials and created from
-    its second ones. Returns {(u, v): terms}, u >= v, over the nodes of ``wrt``."""
-    order = g.cone([y])
-    act = active(g, order, [w for w in wrt if w is not None])
-    W, near, adj = {}, defaultdict(set), defaultdict(list)
-    adj[y].append(g.const(1))
-    # the arguments come before every other node (a node's index may be below an argument's)
-    pos = {w: k - len(wrt) for k, w in enumerate(wrt) if w is not None}
-    key = lambda i: pos.get(i, i)  # noqa: E731
-
-    def edge(u, v, term):
-        if g.is_zero(term):
-            return
-        if key(u) < key(v):
-            u, v = v, u
-        W.setdefault((u, v), []).append(term)
-        near[u].add(v)
-        near[v].add(u)
-
-    for t in reversed(order):
-        if t not in act or g.nodes[t][0] == "arg":
-            continue
-        a = g.sum(adj.pop(t, ()))
-        if a is None and t not in near:
-            continue
-        d = {s: p for s, p in partials(g, t).items() if s in act}
-        ops = sorted(d, key=key)
-        self_w = W.pop((t, t), ())
-        others = [(p, W.pop((t, p))) for p in sorted(near.pop(t, ()), key=key) if p != t]
-        for p, _ in others:
-            near[p].discard(t)
-        for p, terms in others:
-            w = g.sum(terms)
-            for s in ops:
-                term = times(g, w, d[s])
-                edge(p, s, g.add(term, term) if s == p else term)
-        if self_w:
-            w = g.sum(self_w)
-            for i, s in enumerate(ops):
-                ws = times(g, w, d[s])
-                for s2 in ops[i:]:
-                    edge(s, s2, times(g, ws, d[s2]))
-        if a is not None:
-            operands = g.nodes[t][1:]
-            for (i, j), second in _second(g, t).items():
-                s, s2 = operands[i], operands[j]
-                if s in act and s2 in act:
-                    edge(s, s2, times(g, a, g.add(second, second) if s == s2 and i != j else second))
-            for s in ops:
-                adj[s].append(times(g, a, d[s]))
-    return W
-
-
 # -- the derivative kinds, Program -> Program ------------------------------------------------
-def _check_scalar(prog, what):
+def check_scalar(prog, what):
     out = prog.outputs[0]
-    if len(prog.outputs) != 1 or out.shape != ():
+    if len(prog.outputs) != 1 or out.shape != () or out.adds is not None:
         raise ValueError(f"{what} needs a scalar-valued function, but it returns shape {out.shape}; "
                          "use .jacobian for vector-valued functions")
 
@@ -312,25 +254,48 @@ def _split(flat, argnums, args):
     return out
 
 
+def looped_args(prog):
+    """The arguments the program's loops read entry by entry (their gradients are scatters)."""
+    return {n[2] for n in prog.nodes if n[0] == "read" and n[1] == "a"}
+
+
+def _gradient(g, y, argnums, prog):
+    """[per argument of ``argnums``: its gradient entries, or the adds of a scatter]."""
+    large = looped_args(prog)
+    small = [i for i in argnums if i not in large]
+    scatter = {i: [] for i in argnums if i in large}
+    rows = dict(zip(small, _split(reverse(g, y, arg_nodes(g, small), scatter), small, prog.args)))
+    return [rows[i] if i in rows else scatter[i] for i in argnums], large
+
+
 def grad(prog: Program, argnums, with_value=False) -> Program:
-    _check_scalar(prog, "grad")
+    check_scalar(prog, "grad")
     g = Graph(prog)
     y = prog.outputs[0].refs[0]
-    rows = reverse(g, y, arg_nodes(g, argnums))
+    parts, large = _gradient(g, y, argnums, prog)
     outs = [("value", (), [y])] if with_value else []
-    outs += [("d_" + prog.args[i].name, prog.args[i].shape, r) for i, r in zip(argnums, _split(rows, argnums, prog.args))]
+    for i, p in zip(argnums, parts):
+        a = prog.args[i]
+        outs.append(("d_" + a.name, a.shape, [], (), p) if i in large else ("d_" + a.name, a.shape, p))
     return g.program(outs)
 
 
 def without_value(prog: Program) -> Program:
     """The gradient program of a value_and_grad program: its value dropped (dead code goes)."""
-    return Graph(prog).program([(o.name, o.shape, list(o.refs)) for o in prog.outputs[1:]])
+    g = Graph(prog)
+    return g.program(g.outputs_of(prog)[1:])
 
 
 def jacobian(prog: Program, argnums, stack=False) -> Program:
     """d outputs / d arguments ``argnums``: one result per (output, argument), of shape output
     shape + argument shape; ``stack``: one per output, the arguments flattened and concatenated."""
     g = Graph(prog)
+    large = looped_args(prog) & set(argnums)
+    if large:  # (transforms/kinds.py: only of one scalar result)
+        check_scalar(prog, "the Jacobian by an argument the loops read")
+        parts, _ = _gradient(g, prog.outputs[0].refs[0], argnums, prog)
+        return g.program([(f"jac_{prog.args[i].name}", prog.args[i].shape, [], (), p) if i in large else
+                          (f"jac_{prog.args[i].name}", prog.args[i].shape, p) for i, p in zip(argnums, parts)])
     wrt = arg_nodes(g, argnums)
     outs = []
     for o in prog.outputs:
@@ -342,38 +307,15 @@ def jacobian(prog: Program, argnums, stack=False) -> Program:
         for i in argnums:
             a = prog.args[i]
             name = f"jac_{o.name}_{a.name}" if len(prog.outputs) > 1 else f"jac_{a.name}"
-            outs.append((name, o.shape + a.shape, [r[j] for r in rows for j in range(k, k + a.size)]))
+            outs.append((name, o.shape + a.shape, [r[j] for r in rows for j in range(k, k + a.size)], o.loops))
             k += a.size
-    return g.program(outs)
-
-
-def hessian(prog: Program, argnums) -> Program:
-    _check_scalar(prog, "hessian")
-    g = Graph(prog)
-    wrt = arg_nodes(g, argnums)
-    y = prog.outputs[0].refs[0]
-    W = edge_push(g, y, wrt) if y is not None else {}
-
-    def entry(u, v):
-        if u is None or v is None:
-            return None
-        return g.sum(W.get((u, v), W.get((v, u), ())))
-    flat = [[entry(u, v) for v in wrt] for u in wrt]
-    outs, starts = [], [0]
-    for i in argnums:
-        starts.append(starts[-1] + prog.args[i].size)
-    for gi, ai in enumerate(argnums):
-        for gj, aj in enumerate(argnums):
-            a, b = prog.args[ai], prog.args[aj]
-            outs.append((f"d2_{a.name}_{b.name}", a.shape + b.shape,
-                         [flat[r][c] for r in range(starts[gi], starts[gi + 1]) for c in range(starts[gj], starts[gj + 1])]))
     return g.program(outs)
 
 
 def hvp(prog: Program, argnums, tangents, gradient=None) -> Program:
     """H @ v, forward over reverse: the directional derivative of the gradient program along
     the tangents (new arguments named ``tangents``, after the program's)."""
-    _check_scalar(prog, "hvp")
+    check_scalar(prog, "hvp")
     gp = gradient if gradient is not None else grad(prog, argnums)
     g = Graph(gp)
     base = len(prog.args)
@@ -389,8 +331,8 @@ def hvp(prog: Program, argnums, tangents, gradient=None) -> Program:
     ds = forward(g, refs, dots)
     outs, k = [], 0
     for o in gp.outputs:
-        outs.append((f"hvp_{o.name[2:]}", o.shape, ds[k:k + o.size]))
-        k += o.size
+        outs.append((f"hvp_{o.name[2:]}", o.shape, ds[k:k + len(o.refs)]))
+        k += len(o.refs)
     return g.program(outs)
 
 
@@ -410,8 +352,8 @@ def nth(prog: Program, n, argnum) -> Program:
         ds = forward(g, refs, {x: g.const(1)} if x is not None else {})
         outs, k = [], 0
         for o in cur.outputs:
-            outs.append((o.name, o.shape, ds[k:k + o.size]))
-            k += o.size
+            outs.append((o.name, o.shape, ds[k:k + len(o.refs)], o.loops))
+            k += len(o.refs)
         cur = g.program(outs)
     g = Graph(cur)
-    return g.program([(f"d{n}_{o.name}", o.shape, list(o.refs)) for o in cur.outputs])
+    return g.program([(f"d{n}_{o.name}", o.shape, list(o.refs), o.loops) for o in cur.outputs])

@@ -12,7 +12,6 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-MAX_TREE = 20_000  # closed forms larger than this are taken unrolled (loops.py builds trees)
 
 
 @dataclass(frozen=True)
@@ -54,8 +53,8 @@ def _build_jac_stacked(prog, nums, ctx):
 
 
 def _build_hessian(prog, nums, ctx):
-    from . import derive
-    return derive.hessian(prog, nums)
+    from . import hessian
+    return hessian.hessian(prog, nums)
 
 
 def _build_hvp(prog, nums, ctx):
@@ -171,19 +170,8 @@ def title(steps, call):
     return "".join(kind(name).words for name, _ in reversed(steps)) + call
 
 
-def tree_size(prog):
-    """Operations of the largest closed form the loop form would build of ``prog``."""
-    size = []
-    for n in prog.nodes:
-        size.append(1 if n[0] in ("const", "arg", "read", "sum") else 1 + sum(size[j] for j in n[1:]))
-    bodies = [size[n[1]] for n in prog.nodes if n[0] == "sum"]
-    return max(bodies + [size[r] for o in prog.outputs for r in o.refs] + [0])
-
-
 def supports(prog, steps) -> bool:
     """Whether the loop form takes these derivative steps of ``prog`` (a traced Program)."""
-    if tree_size(prog) > MAX_TREE:
-        return False
     large = {n[2] for n in prog.nodes if n[0] == "read" and n[1] == "a"}
     shapes = [a.shape for a in prog.args]
     outs = ["map" if o.loops else "scalar" if o.shape == () else "plain" for o in prog.outputs]
