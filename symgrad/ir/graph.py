@@ -48,6 +48,8 @@ class Graph:
     def node(self, *n):
         i = self.index.get(n)
         if i is None:
+            if None in n[1:]:
+                raise TypeError(f"an operand of {n[0]} is a structural 0 (None): a bug in symgrad's rules")
             if n[0] not in LEAVES and n[0] != "sum" and all(self.is_const(j) for j in n[1:]):
                 folded = self._fold(n)
                 if folded is not None:
@@ -250,6 +252,21 @@ class Graph:
             else:
                 memo.append(frozenset().union(*[memo[j] for j in n[1:]]))
         return memo[i]
+
+    def data_only(self, i):
+        """Whether node ``i`` is a number of data arrays alone that varies with loops (an entry
+        read, or what is computed of entries and constants): a constant, traced element by element."""
+        memo = self.__dict__.setdefault("_data", [])
+        for k in range(len(memo), i + 1):
+            n = self.nodes[k]
+            if n[0] in ("read", "const", "arg"):
+                memo.append(n[0] == "read" and n[1] == "d" or (n[0] == "const" and None))
+            elif n[0] == "sum":
+                memo.append(bool(memo[n[1]]))
+            else:
+                ops = [memo[j] for j in n[1:]]
+                memo.append(all(o is not False for o in ops) and any(ops))
+        return bool(memo[i])
 
     def summed(self, p, loops):
         """The sum of node ``p`` over ``loops``: a sum node, or where ``p`` does not vary with

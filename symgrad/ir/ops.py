@@ -170,9 +170,11 @@ for _n, (_v, _c) in _STEPS.items():
 op("floordiv", 2, np.floor_divide, lambda g, t, a, b: [None, None], "symgrad_floordiv", step=True)
 
 # remainders: d/da 1, d/db -q(a/b), q the quotient's rounding (floor, trunc, round-half-even)
-op("mod", 2, _mod, lambda g, t, a, b: [g.const(1), g.neg(g.call("floor", g.div(a, b)))], "symgrad_mod")
-op("fmod", 2, np.fmod, lambda g, t, a, b: [g.const(1), g.neg(g.call("trunc", g.div(a, b)))])
-op("remainder", 2, _vec(math.remainder), lambda g, t, a, b: [g.const(1), g.neg(g.call("round", g.div(a, b)))])
+# (the quotient as a node of its own: a/b of a constant 0 is no structural 0, b may be 0)
+op("mod", 2, _mod, lambda g, t, a, b: [g.const(1), g.neg(g.call("floor", g.node("div", a, b)))], "symgrad_mod")
+op("fmod", 2, np.fmod, lambda g, t, a, b: [g.const(1), g.neg(g.call("trunc", g.node("div", a, b)))])
+op("remainder", 2, _vec(math.remainder),
+   lambda g, t, a, b: [g.const(1), g.neg(g.call("round", g.node("div", a, b)))])
 op("copysign", 2, np.copysign,
    lambda g, t, a, b: [g.mul(g.call("sign", a), g.node("copysign", g.const(1), b)), None])
 

@@ -148,6 +148,16 @@ def times(g, a, p):
         return None
     if g.is_one(a) or g.is_one(p):
         return p if g.is_one(a) else a
+    data = [x for x in (a, p) if g.data_only(x)]
+    if data:  # a number of the data alone is a constant of the trace element by element, where
+        c = g.node("ne", data[0], g.const(0))  # a 0 takes the term away: inf * 0 is no NaN there
+        if len(data) > 1:
+            c = g.node("and", c, g.node("ne", data[1], g.const(0)))
+        return _guard(g, c, _times(g, a, p))
+    return _times(g, a, p)
+
+
+def _times(g, a, p):
     ga, gp = _guarded(g, a), _guarded(g, p)
     if ga is None and gp is None:
         return g.mul(a, p)

@@ -130,3 +130,25 @@ def test_the_evaluator_sums_a_body_that_does_not_vary():
     assert evaluate(prog, 0.5, np.zeros(N))[0] == 0.5 * N
     assert evaluate(derive.grad(prog, (0,)), 0.5, np.zeros(N))[0] == N
     assert prog.args[1] == Arg("x", (N,))
+
+
+def test_a_zero_of_the_data_takes_its_term_away_as_in_the_element_by_element_trace():
+    X = np.linspace(0, 2, 200)  # X[0] = 0: sqrt(p * 0) is 0 for every p, its derivative 0 (not 0 * inf)
+
+    def f(p):
+        return np.sum(np.sqrt(p * X)) + np.sum(np.cbrt(p * X) * X)
+    loops, flat = traced(f, [()]), trace(f, [()])
+    assert not flat.has_loops
+    p = 0.8
+    m = X > 0
+    want = np.sum(0.5 * np.sqrt(X[m] / p)) + np.sum(X[m] ** 2 / (3 * np.cbrt(p * X[m]) ** 2))
+    for prog in (loops, flat):
+        assert evaluate(derive.grad(prog, (0,)), p)[0] == pytest.approx(want, rel=1e-12)
+        assert np.isfinite(evaluate(hessian.hessian(prog, (0,)), p)[0])
+
+
+def test_remainders_of_a_constant_zero_have_a_derivative():
+    import math
+    for f in (lambda p: 0.0 % p, lambda p: np.fmod(0.0, p), lambda p: math.remainder(0.0, p) * 2):
+        prog = trace(f, [()])
+        assert evaluate(derive.grad(prog, (0,)), 0.7)[0] == 0  # -floor(0 / 0.7) and its kin
