@@ -1,10 +1,10 @@
-"""The program in sympy: what differentiate, optimize and render work on.
+"""A Program in sympy, for reading it: ``Function.expr`` and ``symgrad show``.
 
-``to_sympy`` turns the traced Program (plain data) into a ``SymProgram`` on a cache miss:
-inputs become real sympy symbols, each node one assignment ``t = expr`` (identical
-right-hand sides shared). Every op has a real meaning (realfns.py); where sympy's own
-evaluation of numbers would leave the reals (``log(-2)``, ``x/0``), the value is the one
-numpy computes (NaN, ±inf), so nothing complex ever reaches the printer."""
+``to_sympy`` turns a Program (plain data) into a ``SymProgram``: inputs become real sympy
+symbols, each node one assignment ``t = expr`` (identical right-hand sides shared), and
+``inlined`` gives the closed form. Every op has a real meaning (realfns.py); where sympy's
+own evaluation of numbers would leave the reals (``log(-2)``, ``x/0``), the value is the one
+numpy computes (NaN, ±inf), so nothing complex appears."""
 from __future__ import annotations
 
 import math
@@ -15,7 +15,6 @@ from fractions import Fraction
 
 import numpy as np
 import sympy as sp
-from sympy.functions.elementary.piecewise import ExprCondPair
 from sympy.codegen import cfunctions as cf  # noqa: F401  (the registry's sympy forms read m.cf)
 
 from . import realfns as R
@@ -57,9 +56,6 @@ class SymProgram:
     def output_exprs(self):
         return [e for o in self.outputs for e in o.exprs]
 
-    def with_outputs(self, outputs, body=None):
-        return SymProgram(self.args, self.body if body is None else tuple(body), tuple(outputs))
-
     def inlined(self, limit=None):
         """Output expressions with every temporary substituted away (closed form).
 
@@ -85,9 +81,6 @@ class SymProgram:
                 return None
         return [_replaced(e, env) for e in outs]
 
-    def count_ops(self):
-        return sum(nodes(e) for _, e in self.body) + sum(nodes(e) for e in self.output_exprs())
-
 
 def _replaced(e, env):
     """``e.xreplace(env)`` (evaluated: a closed form), a temporary that is a select raised to
@@ -95,37 +88,6 @@ def _replaced(e, env):
     extra = {p: power_of_select(env[p.base], p.exp) for p in e.atoms(sp.Pow)
              if p.exp.is_negative and isinstance(env.get(p.base), sp.Piecewise)}
     return e.xreplace({**env, **extra} if extra else env)
-
-
-def substitute(e, env):
-    """``e`` with the symbols of ``env`` replaced by their expressions, selects and comparisons
-    rebuilt as they are: xreplace would evaluate each again (sympy's Piecewise and relational
-    evaluation, asking assumptions, costs more than the rest of the pipeline on a chain of
-    selects, and cannot simplify what to_sympy built)."""
-    memo = {}
-
-    def go(x):
-        hit = env.get(x)
-        if hit is not None:
-            return hit
-        if not x.args:
-            return x
-        r = memo.get(x)
-        if r is None:
-            args = tuple(go(a) for a in x.args)
-            if args == x.args:
-                r = x
-            elif isinstance(x, (sp.Piecewise, ExprCondPair)):
-                r = sp.Basic.__new__(type(x), *args)
-            elif isinstance(x, sp.core.relational.Relational):
-                r = x.func(*args, evaluate=False)
-            elif isinstance(x, sp.Pow) and isinstance(args[0], sp.Piecewise):
-                r = power_of_select(*args)
-            else:
-                r = x.func(*args)
-            memo[x] = r
-        return r
-    return go(e)
 
 
 def power_of_select(select, exponent):
@@ -148,27 +110,6 @@ def expanded_size(e, size):
         elif x in size:
             n += size[x]
     return n
-
-
-def nodes(e):
-    """Operation count of one expression (cheap: no sympy.count_ops)."""
-    n = 0
-    stack = [e]
-    while stack:
-        x = stack.pop()
-        if x.args:
-            n += max(1, len(x.args) - 1)
-            stack.extend(x.args)
-    return n
-
-
-def split(exprs, outputs_like):
-    """Regroup a flat list of expressions into SymOutputs shaped like ``outputs_like``."""
-    res, k = [], 0
-    for o in outputs_like:
-        res.append(SymOutput(o.name, o.shape, tuple(sp.sympify(e) for e in exprs[k:k + o.size])))
-        k += o.size
-    return tuple(res)
 
 
 def arg_symbols(arg):
@@ -225,11 +166,6 @@ def node_expr(prog, node, operands):
     return _apply(op, operands)
 
 
-def number(node):
-    """The sympy number of a const node."""
-    return _number(node)
-
-
 def _number(node):
     v = const_value(node)
     if isinstance(v, bool) or isinstance(v, int):
@@ -256,8 +192,6 @@ def _div(a, b, negative_zero=False):
         if a.is_Number:
             return sp.nan if a.is_zero or a is sp.nan else inf if a > 0 else -inf
         return a * inf
-    if isinstance(b, sp.Float):  # x / 0.1 stays a division (sympy would multiply by 1/0.1 rounded)
-        return a * R.Recip(b)
     return a / b
 
 
@@ -267,9 +201,7 @@ def _pow(a, b, negative_zero=False):
     if a.is_Number and a.is_zero and b.is_Number and b.is_extended_negative:
         odd = b.is_Integer and b % 2 == 1
         return -sp.oo if negative_zero and odd else sp.oo
-    if b.is_Integer or (b.is_Float and float(b).is_integer()):
-        return a ** b
-    return R.RealPow(a, b)
+    return R.RealPow(a, b)  # a sympy power for an integer exponent
 
 
 _IEEE = {"div": _div, "pow": _pow}

@@ -101,7 +101,7 @@ _FUNCS = {
     sp.loggamma: "lgamma", sp.Abs: "abs", sp.sign: "sign", sp.floor: "floor", sp.ceiling: "ceil",
     sp.atan2: "atan2", cf.expm1: "expm1", cf.log1p: "log1p", cf.exp2: "exp2", cf.log2: "log2",
     cf.log10: "log10", cf.Cbrt: "cbrt", cf.hypot: "hypot", R.Abs: "abs", R.Sign: "sign",
-    R.Tanh: "tanh", R.Floor: "floor", R.Ceiling: "ceil", R.Trunc: "trunc", R.Cbrt: "cbrt", R.copysign: "copysign",
+    R.Floor: "floor", R.Ceiling: "ceil", R.Trunc: "trunc", R.Cbrt: "cbrt", R.copysign: "copysign",
 }
 _RELATIONS = {sp.StrictLessThan: "lt", sp.LessThan: "le", sp.StrictGreaterThan: "gt",
               sp.GreaterThan: "ge", sp.Equality: "eq", sp.Unequality: "ne"}
@@ -136,9 +136,6 @@ def _node(e, args, b):
         return acc
     if f is sp.Pow:
         return b.node("pow", *args)
-    if f is R.Sech2:  # symgrad's own derivative of tanh, read back: 1/cosh(x)**2
-        c = b.node("cosh", *args)
-        return b.node("pow", c, b.const(-2))
     if f in _FUNCS:
         return b.node(_FUNCS[f], *args)
     if f in _RELATIONS:

@@ -1,27 +1,70 @@
-"""The IR in sympy: every op real, IEEE's answers where sympy's evaluation would leave the reals."""
+"""sympy at symgrad's edges: programs out (to_sympy, ``Function.expr``) and sympy expressions
+in (from_sympy), each checked against the IR interpreter's numpy values or mpmath."""
 import math
 
+import numpy as np
 import pytest
 import sympy as sp
+from sympy.codegen import cfunctions as cf
 
+import symgrad
 from symgrad import realfns as R
+from symgrad.ir.evaluate import evaluate
+from symgrad.ir.ops import OPS
 from symgrad.program import Arg, Builder, Output
 from symgrad.symbolic import to_sympy
+from symgrad.sympy_input import _FUNCS, program_from_sympy
+
+X, Y = sp.symbols("x y", real=True)
+VALUED = sorted(n for n, o in OPS.items() if not o.condition and n != "select")
+# in-domain points of each op (its real value there is sympy's value of the closed form)
+POINTS = {1: [(-1.3,), (0.3,), (0.7,), (2.5,)], 2: [(0.7, -1.3), (5.3, 1.7), (-2.2, 0.9), (1.5, 2.5)]}
+DOMAIN = {
+    "log": [(0.3,), (2.5,)], "log2": [(0.3,), (2.5,)], "log10": [(0.3,), (2.5,)], "sqrt": [(0.3,), (2.5,)],
+    "log1p": [(-0.5,), (2.5,)], "lgamma": [(0.3,), (2.5,)], "asin": [(-0.6,), (0.3,)], "acos": [(-0.6,), (0.3,)],
+    "atanh": [(-0.6,), (0.3,)], "acosh": [(1.7,), (3.0,)], "pow": [(1.7, 1.3), (0.4, -2.5), (2.5, 3.0)],
+    "polygamma": [(1, 2.7), (2, 0.4)], "hypot": [(0.7, -1.3), (3.0, 4.0)],
+}
+GRID = [-2.5, -1.0, -0.5, 0, 0.0, 0.5, 1.0, 2, 3.0, math.inf, -math.inf, math.nan]
+# not numpy's value yet (symbolic.py keeps sympy's): sin(oo) is AccumBounds, gamma(oo) is oo, atan2 at ±inf
+SYMPYS_AT_INFINITY = ("sin", "cos", "tan", "atan2", "gamma")
+NOT_FOLDED = ("polygamma", "lgamma", "atan2")  # sympy raises at lgamma's poles, atan2 of NaN; polygamma: slow
+
+
+def one_op(name, operands):
+    """A one-output program: op ``name`` of arguments (None) and constants (numbers)."""
+    b = Builder()
+    args = [b.node("arg", k, 0) for k in range(len(operands))]
+    nodes = [args[k] if v is None else b.const(v) for k, v in enumerate(operands)]
+    return b.program([Arg(f"x{k}", ()) for k in range(len(operands))], [Output("out", (), (b.node(name, *nodes),))])
+
+
+def arity(name):
+    return 2 if OPS[name].arity < 0 else OPS[name].arity
 
 
 def convert(build, nargs=1):
-    """to_sympy of a one-output program made by ``build(b, args)``."""
+    """to_sympy of a one-output program made by ``build(b, args)``, in closed form."""
     b = Builder()
     args = [b.node("arg", k, 0) for k in range(nargs)]
     out = build(b, args)
     prog = b.program([Arg(f"x{k}", ()) for k in range(nargs)], [Output("out", (), (out,))])
     sym = to_sympy(prog)
-    env = {}
-    for t, e in sym.body:
-        env[t] = e.xreplace(env)
-    return sym.outputs[0].exprs[0].xreplace(env), [a.symbols[0] for a in sym.args]
+    return sym.inlined()[0], [a.symbols[0] for a in sym.args]
 
 
+def value(e, symbols, point):
+    """The float value of sympy expression ``e`` at ``point`` (30 digits, then rounded)."""
+    v = sp.N(R.standard(e.xreplace({s: sp.Float(p, 30) for s, p in zip(symbols, point)})), 30)
+    assert not v.has(sp.I, sp.zoo), v
+    return float(v)
+
+
+def same(got, want, rel=1e-13):
+    return (math.isnan(got) and math.isnan(want)) or got == want or got == pytest.approx(want, rel=rel, abs=1e-300)
+
+
+# -- out: Program -> sympy ------------------------------------------------------------------
 @pytest.mark.parametrize("zero, sign", [(0.0, 1), (-0.0, -1)])
 def test_division_by_a_zero_constant(zero, sign):
     e, (x,) = convert(lambda b, a: b.node("div", a[0], b.const(zero)))
@@ -35,9 +78,10 @@ def test_division_by_a_zero_constant(zero, sign):
 def test_powers_stay_real():
     e, (x,) = convert(lambda b, a: b.node("pow", b.const(-1.5), a[0]))
     assert isinstance(e, R.RealPow)
-    assert sp.diff(e, x) is sp.nan  # d/dy (-1.5)**y: no real derivative (log of a negative base)
+    assert e.xreplace({x: sp.Float(0.5)}) is sp.nan  # numpy: nan (sympy's Pow: a complex number)
+    assert float(e.xreplace({x: sp.Integer(2)})) == 2.25
     e, _ = convert(lambda b, a: b.node("pow", b.const(-8.0), b.const(1 / 3)))
-    assert e is sp.nan                      # numpy: nan (Python: a complex number)
+    assert e is sp.nan
     e, _ = convert(lambda b, a: b.node("pow", b.const(0.0), b.const(-2)))
     assert e is sp.oo
     e, (x,) = convert(lambda b, a: b.node("pow", a[0], b.const(3)))
@@ -55,19 +99,58 @@ def test_functions_of_numbers_are_real_or_nan(op, arg, expected):
     assert not e.has(sp.I) and not e.has(sp.zoo)
 
 
+@pytest.mark.parametrize("name", [n for n in VALUED if n not in NOT_FOLDED])
+def test_constants_fold_to_numpys_value(name):
+    """Every op of numbers, in its domain or not: what the IR computes (NaN, ±inf, 0 // 0)."""
+    for point in np.ndindex(*[len(GRID)] * arity(name)):
+        consts = [GRID[i] for i in point]
+        if name in SYMPYS_AT_INFINITY and any(abs(c) == math.inf for c in consts):
+            continue
+        e = to_sympy(one_op(name, consts)).inlined()[0]
+        want = float(evaluate(one_op(name, [None] * len(consts)), *[float(c) for c in consts])[0])
+        assert not e.free_symbols and same(value(e, [], []), want), (name, consts, e, want)
+
+
+@pytest.mark.parametrize("name", VALUED)
+def test_closed_forms_are_sympys_functions_with_the_ops_values(name):
+    """Every op as ``.expr`` shows it (standard): sympy's own functions where sympy has one,
+    worth the op's value."""
+    prog = one_op(name, [None] * arity(name))
+    e = R.standard(to_sympy(prog).inlined()[0])
+    assert not any(f.standard is not None for f in e.atoms(R.RealFunction)), e
+    assert not e.has(sp.re, sp.im, sp.I, sp.zoo), e
+    symbols = [a.symbols[0] for a in to_sympy(prog).args]
+    for point in DOMAIN.get(name, POINTS[len(symbols)]):
+        want = float(evaluate(prog, *point)[0])
+        assert same(value(e, symbols, point), want), (name, point, e)
+
+
+def test_expr_of_derivatives_is_sympys_derivative():
+    """F.grad.expr and F.hessian.expr: standard sympy functions, worth sympy's own derivatives."""
+    def f(x, y):
+        return math.tanh(x * y) + math.log(y) * math.sqrt(abs(x)) / 0.1 + math.asin(x / 3) * y ** 2.5 + math.cbrt(x)
+
+    hand = sp.tanh(X * Y) + sp.log(Y) * sp.sqrt(sp.Abs(X)) / sp.Float(0.1) + sp.asin(X / 3) * Y ** 2.5 \
+        + sp.real_root(X, 3)
+    F = symgrad.compile(f, [(), ()])
+    grad, hess = F.grad.expr, F.hessian.expr
+    for e in [F.expr, *grad, *[h for row in hess for h in row]]:
+        assert not e.atoms(R.RealFunction) and not e.has(sp.Derivative, sp.re, sp.im), e
+    for point in [(0.7, 1.3), (-0.4, 2.1)]:
+        assert same(value(F.expr, (X, Y), point), value(hand, (X, Y), point), 1e-14)
+        for i, v in enumerate((X, Y)):
+            assert same(value(grad[i], (X, Y), point), value(sp.diff(hand, v), (X, Y), point), 1e-12)
+            for j, w in enumerate((X, Y)):
+                assert same(value(hess[i][j], (X, Y), point), value(sp.diff(hand, v, w), (X, Y), point), 1e-12)
+
+
 def test_comparisons_with_nan_are_false_but_not_equal():
     for op, want in (("gt", 2.0), ("lt", 2.0), ("eq", 2.0), ("ne", 1.0)):
         e, _ = convert(lambda b, a, op=op: b.node("select", b.node(op, a[0], b.const(math.nan)),
                                                   b.const(1.0), b.const(2.0)))
         assert float(e) == want, op
-
-
-def test_abs_and_sign_of_anything_have_real_derivatives():
-    e, (x,) = convert(lambda b, a: b.node("abs", b.node("pow", a[0], b.const(2.5))))
-    d = sp.diff(e, x)
-    assert not d.has(sp.re, sp.im, sp.Derivative, sp.arg)
-    e, (x,) = convert(lambda b, a: b.node("mul", a[0], b.node("sign", b.node("cbrt", a[0]))))
-    assert not sp.diff(e, x, 2).has(sp.Derivative)
+    e, (x,) = convert(lambda b, a: b.node("select", b.node("eq", a[0], a[0]), b.const(1.0), b.const(2.0)))
+    assert float(e.xreplace({x: sp.nan})) == 2 and float(e.xreplace({x: sp.Float(3)})) == 1  # false for NaN only
 
 
 def test_abs_of_sign_and_of_abs():
@@ -75,3 +158,49 @@ def test_abs_of_sign_and_of_abs():
     assert isinstance(e, R.Abs) and isinstance(e.args[0], R.Sign)  # |sign(x)|: no simpler form (0 at 0)
     e, (x,) = convert(lambda b, a: b.node("abs", b.node("abs", a[0])))
     assert e == R.Abs(x)
+
+
+def test_to_sympys_functions_differentiate_as_their_standard_forms():
+    """For whoever differentiates to_sympy's expressions itself (examples/benchmark.py)."""
+    e, (x, y) = convert(lambda b, a: b.node("log", b.node("add", b.const(1), b.node("mul", a[0], a[1]))), 2)
+    assert sp.diff(e, x) == y / (x * y + 1)
+    e, (x,) = convert(lambda b, a: b.node("trunc", a[0]))
+    assert sp.diff(e, x) == sp.Derivative(e, x)  # no standard form: left unevaluated
+
+
+# -- in: sympy -> Program -------------------------------------------------------------------
+@pytest.mark.parametrize("fn", list(_FUNCS), ids=lambda f: f"{_FUNCS[f]}-{f.__module__.split('.')[1]}")
+def test_from_sympy_reads_every_function_it_knows(fn):
+    name = _FUNCS[fn]
+    symbols = (X, Y)[:arity(name)]
+    e = fn(*symbols)
+    prog = program_from_sympy(e, list(symbols))
+    points = DOMAIN.get(name, POINTS[len(symbols)])
+    if fn is cf.Cbrt:  # sympy's Cbrt (no numeric value of its own) is the principal root: complex below 0
+        e, points = sp.expand_func(e), DOMAIN["sqrt"]
+    for point in points:
+        assert same(float(evaluate(prog, *point)[0]), value(e, symbols, point)), (fn, point)
+
+
+@pytest.mark.parametrize("e, point, want", [
+    (sp.Piecewise((X, X > 1), (-Y, sp.And(Y < 0, sp.Not(X > 0))), (2 * X, True)), (0.5, -1.0), 1.0),
+    (sp.Max(X, Y, 1), (0.5, -1.0), 1.0), (sp.Min(X, Y), (0.5, -1.0), -1.0),
+    (sp.Rational(1, 3) * X + sp.pi * Y ** 2 - sp.E + sp.Float(0.25), (1.5, 2.0), 0.5 + 4 * math.pi - math.e + 0.25),
+    (R.Abs(X) + R.Sign(Y) + R.copysign(X, Y) + R.Trunc(-X), (1.5, -2.0), 1.5 - 1 - 1.5 - 1),
+    (R.Tanh(X) + R.Sech2(Y), (0.5, -1.0), math.tanh(0.5) + 1 / math.cosh(-1.0) ** 2),
+])
+def test_from_sympy_reads_conditions_and_numbers(e, point, want):
+    assert float(evaluate(program_from_sympy(e, [X, Y]), *point)[0]) == pytest.approx(want, rel=1e-15)
+
+
+@pytest.mark.parametrize("name", [n for n in VALUED if n not in ("round", "mod", "fmod", "remainder", "floordiv",
+                                                                  "polygamma")])
+def test_closed_forms_read_back_as_the_same_function(name):
+    """out, then in: the closed form of every op (but those it has no sympy form for) reads back
+    as a program with the same values."""
+    prog = one_op(name, [None] * arity(name))
+    sym = to_sympy(prog)
+    e = R.standard(sym.inlined()[0])
+    back = program_from_sympy(e, [a.symbols[0] for a in sym.args])
+    for point in DOMAIN.get(name, POINTS[len(sym.args)]):
+        assert same(float(evaluate(back, *point)[0]), float(evaluate(prog, *point)[0])), (name, point)
