@@ -481,6 +481,7 @@ def main():
     ap.add_argument("--contenders", nargs="*", default=list(CONTENDERS))
     ap.add_argument("--repeat", type=int, default=14)
     ap.add_argument("--quick", action="store_true", help="1/20 of the points")
+    ap.add_argument("--no-small-calls", action="store_true", help="skip the small-call tables (small_calls.py)")
     ap.add_argument("--first-call-worker", help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -531,6 +532,9 @@ def main():
     sc = scalar_overheads()
     for c, s in sc.items():
         print(f"{c:>10}: {s * 1e6:8.2f} us   ({s / sc['symgrad']:.2f}x symgrad)")
+    if not a.no_small_calls:
+        import small_calls
+        small_calls.main(["--cases", *[c for c in a.cases if c in small_calls.BATCH_CASES]])
     print("\n== float32 kernels: arithmetic in double (default) vs in float, beside float64 ==")
     for name, n, med in float32_math([c for c in a.cases if c != "lj30_grad"], a.quick, a.repeat):
         d = med["f32 double"]
