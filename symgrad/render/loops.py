@@ -78,8 +78,15 @@ class _Group:
     scatter terms (output, coef, weight, index) or map results."""
 
     def __init__(self, n, loops):
-        self.n, self.loops, self.sums, self.scatter, self.maps = n, loops, [], [], []
-        self.vars = {v for v, _ in loops}
+        self.n, self.loops, self.sums, self.maps = n, loops, [], []
+        self.buffers, self.scatter = [], []  # (result, coef) of each buffer; (buffer, weight, index)
+        self.reads = set()  # the top-level nodes and sums its bodies read
+
+    def add_scatter(self, r, coef, weight, index):
+        """A scatter term into result ``r``: weights of one coefficient share a buffer."""
+        if (r, coef) not in self.buffers:
+            self.buffers.append((r, coef))
+        self.scatter.append((self.buffers.index((r, coef)), weight, index))
 
 
 class _Emit:
@@ -111,7 +118,7 @@ class _Emit:
                 group(o.loops).maps.append(r)
             for c, w, loops, index in o.adds or ():
                 if loops:
-                    group(loops).scatter.append((r, c, w, index))
+                    group(loops).add_scatter(r, c, w, index)
         self.by_var = by_var
         # where each node is computed (None: the top level) and who uses it there
         self.home = [self._home(i) for i in range(len(nodes))]
@@ -253,7 +260,7 @@ def render_loops(prog, name, target, options, title=None) -> Kernel:
     roots = [r for o in prog.outputs if not o.loops for r in o.refs]
     roots += [x for o in prog.outputs for c, w, loops, _ in o.adds or () for x in ((c,) if loops else (c, w))]
     for g in em.groups.values():
-        bodies = [nodes[s][1] for s in g.sums] + [w for _, _, w, _ in g.scatter] + \
+        bodies = [nodes[s][1] for s in g.sums] + [w for _, w, _ in g.scatter] + \
             [r for k in g.maps for r in prog.outputs[k].refs]
         g.reads = em.needs(bodies, g.loops)
         roots += sorted(g.reads)
@@ -324,13 +331,7 @@ def _sum_loop(em, g, ind):
     scatters of its weights into gradients by arguments the loops read (a buffer per result
     and coefficient, scaled by the coefficient once the loop is done)."""
     M, W, prog = em.M, em.W, em.prog
-    n, na = g.n, len(g.sums)
-    g.buffers = []
-    scat = []  # (buffer, weight, index)
-    for r, coef, w, index in g.scatter:
-        if (r, coef) not in g.buffers:
-            g.buffers.append((r, coef))
-        scat.append((g.buffers.index((r, coef)), w, index))
+    n, na, scat = g.n, len(g.sums), g.scatter
     inner_v = g.loops[-1][0]
     how = [_innermost(index, inner_v) for _, _, index in scat]
     direct = [(b, index) for (b, _, index), h in zip(scat, how) if h == "direct"]
