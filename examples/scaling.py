@@ -49,7 +49,7 @@ def worker(case, size, what):
     """One cold compile, stage by stage, in this (fresh) process."""
     from symgrad import build, options, render
     from symgrad.tracing import trace
-    from symgrad.transforms import derive, optimize
+    from symgrad.transforms import derive, hessian, optimize
     opts = options.DEFAULT
     t = {}
     fn, shapes = CASES[case](size)
@@ -59,7 +59,7 @@ def worker(case, size, what):
     t0 = time.perf_counter()
     shared = what == "grad" and prog.count_ops() >= opts.large_kernel_ops
     if what == "hessian":
-        d = derive.hessian(prog, [0])
+        d = hessian.hessian(prog, [0])
     else:  # what F.grad of a large program compiles: its value_and_grad kernel, the value optional
         d = derive.grad(prog, [0], with_value=shared)
     t["differentiate"] = time.perf_counter() - t0
