@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 /* The batch machinery moves numbers through SIMD registers (4x4 transposes, non-temporal
  * stores). GCC spells that with its vector extensions and builtins; other compilers get
  * <immintrin.h>, whose headers alone take a tenth of a second to parse (a third of a small
@@ -160,6 +161,24 @@ static inline void symgrad_fence(int nt) {
 #define SYMGRAD_ALWAYS_INLINE static inline
 #define SYMGRAD_NOINLINE
 #endif
+
+/* c ? a : +0.0 as a bit mask: the loops' selects with a 0 branch (a guard taking a term away)
+   stay vectorisable where gcc gives up on a conditional inside an accumulation. */
+static inline double symgrad_keep(double c, double a) {
+    uint64_t m = -(uint64_t)(c != 0), b;
+    memcpy(&b, &a, sizeof b);
+    b &= m;
+    memcpy(&a, &b, sizeof a);
+    return a;
+}
+
+static inline float symgrad_keepf(float c, float a) {
+    uint32_t m = -(uint32_t)(c != 0), b;
+    memcpy(&b, &a, sizeof b);
+    b &= m;
+    memcpy(&a, &b, sizeof a);
+    return a;
+}
 
 /* Heap memory for the local arrays of large kernels; running out of memory is reported, not ignored. */
 static inline void *symgrad_alloc(size_t bytes) {

@@ -362,3 +362,19 @@ def test_a_body_that_reads_itself_step_after_step_stays_one_shared_loop():
         y = y - 0.1 * (y * y * y - D)
     assert F(x) == pytest.approx(np.sum(y * y), rel=1e-13)
     np.testing.assert_allclose(F.grad(x), 2 * y * dy, rtol=1e-12)
+
+
+def test_a_zero_of_the_data_takes_its_term_away_in_the_kernel_too():
+    X = np.linspace(0, 2, 200)  # X[0] = 0: d/dp sqrt(p * 0) is 0 (the element-by-element trace's), not 0 * inf
+
+    def f(p):
+        return np.sum(np.sqrt(p[0] * X)) + np.sum(np.where(X < 1.5, 0.0, np.sqrt(p[1] * (X - 1.5))))
+    L, U = symgrad.compile(f, [(2,)]), symgrad.compile(f, [(2,)], options=symgrad.Options(loop_min_size=0))
+    assert L.loops and not U.loops
+    p = np.array([0.8, 1.3])
+    m, k = X > 0, X > 1.5
+    want = [np.sum(0.5 * np.sqrt(X[m] / p[0])), np.sum(0.5 * np.sqrt((X[k] - 1.5) / p[1]))]
+    np.testing.assert_allclose(L.grad(p), want, rtol=1e-12)
+    np.testing.assert_allclose(L.grad(np.stack([p, p])), [want, want], rtol=1e-12)  # a batch: the same
+    np.testing.assert_allclose(L.hessian(p), U.hessian(p), rtol=1e-12)
+    assert np.all(np.isfinite(L.hessian(p)))
