@@ -148,7 +148,7 @@ def times(g, a, p):
         return None
     if g.is_one(a) or g.is_one(p):
         return p if g.is_one(a) else a
-    data = [x for x in (a, p) if g.data_only(x)]
+    data = [x for x in (a, p) if g.data_only(x)] if g.prog.data else ()
     if data:  # a number of the data alone is a constant of the trace element by element, where
         c = g.node("ne", data[0], g.const(0))  # a 0 takes the term away: inf * 0 is no NaN there
         if len(data) > 1:
