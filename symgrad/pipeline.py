@@ -28,7 +28,9 @@ def _step(fn, prog, kind, nums, before):
     class Context:
         @staticmethod
         def value_and_grad():
-            return fn._source.derived(before + (("value_and_grad", nums),),
+            # memoised on the Source the program came from: a Function whose derivative is taken
+            # of the trace unrolled (F.hvp by an array the loops read) must not get the loops'
+            return fn._effective().derived(before + (("value_and_grad", nums),),
                                       lambda: derive.grad(prog, nums, with_value=True))
     with stage(fn.c_name, "differentiate", expect=expect(fn, "differentiate")):
         return kind_of(kind).build(prog, nums, Context)

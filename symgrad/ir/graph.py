@@ -287,6 +287,10 @@ class Graph:
             if adds is not None:
                 adds = [(self.zero_node(c), self.zero_node(w), lp, ix) for c, w, lp, ix in adds
                         if not self.is_zero(c) and not self.is_zero(w)]
+            entries = math.prod(shape[len(loops):])
+            if (adds is None and len(refs) != entries) or (adds is not None and (refs or loops)):
+                raise ValueError(f"result {name!r} of shape {tuple(shape)} given {len(refs)} entries"
+                                 f"{' and scatter terms' if adds is not None else ''} (a bug in symgrad)")
             outs.append((name, tuple(shape), [self.zero_node(r) for r in refs], tuple(loops), adds))
         used = [r for o in outs for r in o[2]] + [x for o in outs for a in (o[4] or ()) for x in a[:2]]
         new, nodes = {}, []

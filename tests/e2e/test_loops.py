@@ -378,3 +378,19 @@ def test_a_zero_of_the_data_takes_its_term_away_in_the_kernel_too():
     np.testing.assert_allclose(L.grad(np.stack([p, p])), [want, want], rtol=1e-12)  # a batch: the same
     np.testing.assert_allclose(L.hessian(p), U.hessian(p), rtol=1e-12)
     assert np.all(np.isfinite(L.hessian(p)))
+
+
+@pytest.mark.parametrize("grad_first", [True, False])
+def test_hvp_by_an_array_the_loops_read_does_not_take_the_loops_gradient(grad_first):
+    """F.hvp by a large argument is taken of the trace unrolled; it built on the loops'
+    gradient (a scatter) after F.grad, and returned uninitialised memory."""
+    Z = np.zeros(200)
+    Z[::3] = 1.0 + grad_first  # (another program each way: no kernel shared through the cache)
+    F = symgrad.compile(lambda x: np.sum(Z * np.sqrt(x)), [(200,)])
+    x, v = np.linspace(1, 2, 200), np.linspace(-1, 1, 200)
+    calls = [lambda: F.grad(x), lambda: F.hvp(x, v)]
+    got = [call() for call in (calls if grad_first else calls[::-1])]
+    g, h = got if grad_first else got[::-1]
+    np.testing.assert_allclose(h, -0.25 * Z * x ** -1.5 * v, rtol=1e-13)
+    np.testing.assert_allclose(g, 0.5 * Z / np.sqrt(x), rtol=1e-13)
+    assert F.grad.loops and not F.hvp.loops
