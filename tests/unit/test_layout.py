@@ -129,3 +129,15 @@ def test_an_ordinary_function_compiles_without_sympy(kinds, tmp_path):
                        env={**__import__("os").environ, "SYMGRAD_CACHE_DIR": str(tmp_path)})
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["False"]
+
+
+def test_a_function_whose_arrays_stay_loops_compiles_without_sympy(tmp_path):
+    code = ("import sys, numpy as np, symgrad\n"
+            "X = np.linspace(0, 1, 1000)\n"
+            "F = symgrad.compile(lambda p: np.sum((p[0] * np.exp(-p[1] * X) - X) ** 2), [(2,)])\n"
+            "F.build(kinds=('value', 'grad', 'hessian'))\n"
+            "print(F.hessian.loops, F.hessian(np.array([1.0, 0.5])).shape, 'sympy' in sys.modules)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                       env={**__import__("os").environ, "SYMGRAD_CACHE_DIR": str(tmp_path)})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["True", "(2,", "2)", "False"]
