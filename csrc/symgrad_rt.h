@@ -164,21 +164,16 @@ static inline void symgrad_fence(int nt) {
 
 /* c ? a : +0.0 as a bit mask: the loops' selects with a 0 branch (a guard taking a term away)
    stay vectorisable where gcc gives up on a conditional inside an accumulation. */
-static inline double symgrad_keep(double c, double a) {
-    uint64_t m = -(uint64_t)(c != 0), b;
-    memcpy(&b, &a, sizeof b);
-    b &= m;
-    memcpy(&a, &b, sizeof a);
-    return a;
-}
-
-static inline float symgrad_keepf(float c, float a) {
-    uint32_t m = -(uint32_t)(c != 0), b;
-    memcpy(&b, &a, sizeof b);
-    b &= m;
-    memcpy(&a, &b, sizeof a);
-    return a;
-}
+#define SYMGRAD_KEEP(T, U, S)                      \
+    static inline T symgrad_keep##S(T c, T a) {    \
+        U m = -(U)(c != 0), b;                      \
+        memcpy(&b, &a, sizeof b);                   \
+        b &= m;                                     \
+        memcpy(&a, &b, sizeof a);                   \
+        return a;                                   \
+    }
+SYMGRAD_KEEP(double, uint64_t, )
+SYMGRAD_KEEP(float, uint32_t, f)
 
 /* Heap memory for the local arrays of large kernels; running out of memory is reported, not ignored. */
 static inline void *symgrad_alloc(size_t bytes) {

@@ -306,3 +306,15 @@ def test_golden_files_of_each_target(golden):
     files = sources(_small(), ["value", "grad"], "small", cuda=True)
     for fname, text in files.items():
         golden(fname, text)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_standalone_fsum_carries_its_runtime_function_and_the_same_bits(tmp_path, dtype):
+    F = symgrad.compile(lambda x, y: math.fsum([x, 1e16, y, -1e16, 0.1]) * y, dtype=dtype)
+    files = sources(F, ["value"], "fs")
+    assert "symgrad_fsum" in files["fs.c"].split("fs_value")[0]  # defined before the kernel
+    lib = _library(tmp_path, files, "fs")
+    x, y = (np.array([0.3, -2.5, 1e-17], dtype), np.array([0.7, 3.0, -1e-17], dtype))
+    out = np.zeros(3, dtype)
+    lib.fs_value_batch(ctypes.c_int64(3), _ptr(x), _ptr(y), _ptr(out))
+    np.testing.assert_array_equal(out, F(x, y))
