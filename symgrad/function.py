@@ -6,7 +6,7 @@ by a hash of that program and of everything else that decides the code (kind, ar
 dtype, options, symgrad, flags, CPU; not the compiler's name), so a cached kernel can only
 be the compiled form of what was traced in this process. The stages from program to loaded
 kernel live in pipeline.py, pickling in pickling.py; sympy is imported only for what needs
-it (.expr, programs whose arrays stayed loops, from_sympy)."""
+it (.expr, from_sympy)."""
 from __future__ import annotations
 
 import hashlib

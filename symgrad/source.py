@@ -52,7 +52,7 @@ def stage(function, what, detail=lambda: "", expect=None):
 # Seconds per operation of each stage, measured on loop-style programs (examples/scaling.py,
 # 2 cores, gcc 12): only for the estimates of the progress lines. A C compile costs
 # C_COMPILE_BASE seconds more (cffi and Python.h).
-RATES = {"convert to sympy": 5e-5, "differentiate": 5e-5, "optimize": 3e-5, "generate C": 4e-5,
+RATES = {"differentiate": 5e-5, "optimize": 3e-5, "generate C": 4e-5,
          "C compile": 1e-4}
 C_COMPILE_BASE = 0.4
 
@@ -65,7 +65,7 @@ class Source:
 
     def __init__(self, fn=None, shapes=None, program=None, *, method=False, instance=None, spec=(),
                  consts=None, loop_min=0, dtype="float64"):
-        self.fn, self.shapes, self._program, self._symbolic = fn, shapes, program, None
+        self.fn, self.shapes, self._program = fn, shapes, program
         self.loop_min, self._unrolled = loop_min, None
         self.dtype = dtype  # the kernel's (np.nan_to_num's largest number depends on it)
         self.method, self.spec, self.consts = method, spec, consts or {}
@@ -92,17 +92,6 @@ class Source:
                 if self.instance is not None:
                     self.instance.traced()
             return self._program
-
-    def symbolic(self, name):
-        """The program as sympy expressions (on a cache miss only)."""
-        with self._lock:
-            if self._symbolic is None:
-                from .symbolic import to_sympy
-                prog = self.program(name)
-                with stage(name, "convert to sympy", lambda: f" ({prog.count_ops()} operations)",
-                           lambda: (prog.count_ops(), RATES["convert to sympy"] * prog.count_ops())):
-                    self._symbolic = to_sympy(prog)
-            return self._symbolic
 
     def unrolled(self, name, what, why="its arrays stayed loops, which this derivative is not taken of"):
         """This Source traced with every array element by element, for what loops do not give
