@@ -189,6 +189,13 @@ def arg_nodes(g, argnums):
     return [g.index.get(("arg", a, j)) for a in argnums for j in range(g.args[a].size)]
 
 
+def _argument_of(n):
+    """The argument an ``arg`` node or an argument's ``read`` node stands for (else None)."""
+    if n[0] == "arg":
+        return n[1]
+    return n[2] if n[0] == "read" and n[1] == "a" else None
+
+
 def reverse(g, y, wrt, scatter=None):
     """d y / d w for each node w of ``wrt`` (None: 0), by one reverse sweep from node ``y``.
     ``scatter``: {argument: []} of arguments the loops read, each list given the
@@ -198,8 +205,7 @@ def reverse(g, y, wrt, scatter=None):
     order = g.cone([y])
     seeds = [w for w in wrt if w is not None]
     if scatter:
-        seeds += [i for i in order if g.nodes[i][0] in ("arg", "read") and g.nodes[i][-2] in scatter
-                  and g.nodes[i][1] != "d"]
+        seeds += [i for i in order if _argument_of(g.nodes[i]) in scatter]
     act = active(g, order, seeds)
     adj = defaultdict(list)
     adj[y].append(g.const(1))
