@@ -37,11 +37,17 @@ typedef int symgrad_v4fi __attribute__((vector_size(16)));
  * depends on the batch size or the thread count.
  *
  * SYMGRAD_BLOCKS(call) runs `call` for `sg_b` over the `sg_nb` blocks of a batch, on the
- * thread team when there are at least `sg_par_min` blocks (locals of the batch function). */
+ * thread team when there are at least `sg_par_min` blocks (locals of the batch function).
+ * Fewer blocks never enter OpenMP: `parallel if(0)` still makes a team of one (malloc and
+ * futex calls, about 200 ns), more than a small kernel's whole call. */
 #ifdef _OPENMP
 #define SYMGRAD_BLOCKS(...)                                                              \
-    _Pragma("omp parallel for schedule(static) if(sg_nb >= sg_par_min)")                 \
-    for (int64_t sg_b = 0; sg_b < sg_nb; ++sg_b) __VA_ARGS__;
+    if (sg_nb >= sg_par_min) {                                                           \
+        _Pragma("omp parallel for schedule(static)")                                     \
+        for (int64_t sg_b = 0; sg_b < sg_nb; ++sg_b) __VA_ARGS__;                        \
+    } else {                                                                             \
+        for (int64_t sg_b = 0; sg_b < sg_nb; ++sg_b) __VA_ARGS__;                        \
+    }
 #else
 #define SYMGRAD_BLOCKS(...)                                                              \
     for (int64_t sg_b = 0; sg_b < sg_nb; ++sg_b) __VA_ARGS__;
@@ -273,10 +279,10 @@ SYMGRAD_TILED(double, __m256d, _mm256_loadu_pd, _mm256_storeu_pd, SYMGRAD_T4X4)
 SYMGRAD_TILED(float, __m128, _mm_loadu_ps, _mm_storeu_ps, _MM_TRANSPOSE4_PS)
 #endif
 
-/* symgrad_transpose_T / symgrad_untranspose_T: in tiles where TILES keeps them (SYMGRAD_KEEP:
+/* symgrad_transpose_T / symgrad_untranspose_T: in tiles where TILES keeps them (SYMGRAD_TILES_ON:
  * the registers exist), else number by number */
-#define SYMGRAD_KEEP(...) __VA_ARGS__
-#define SYMGRAD_DROP(...)
+#define SYMGRAD_TILES_ON(...) __VA_ARGS__
+#define SYMGRAD_TILES_OFF(...)
 #define SYMGRAD_TRANSPOSE_ENTRY(T, TILES)                                                          \
     static inline void symgrad_transpose_##T(const T *restrict p, int64_t s, T *restrict l, int W) { \
         TILES(if (W % 4 == 0) { symgrad_transpose_##T##_tiled(p, s, l, W); return; })             \
@@ -288,14 +294,14 @@ SYMGRAD_TILED(float, __m128, _mm_loadu_ps, _mm_storeu_ps, _MM_TRANSPOSE4_PS)
         symgrad_untranspose_##T##_generic(l, m, s, p, W);                                          \
     }
 #if defined(SYMGRAD_GCC_VECTORS) || defined(__AVX__)
-SYMGRAD_TRANSPOSE_ENTRY(double, SYMGRAD_KEEP)
+SYMGRAD_TRANSPOSE_ENTRY(double, SYMGRAD_TILES_ON)
 #else
-SYMGRAD_TRANSPOSE_ENTRY(double, SYMGRAD_DROP)
+SYMGRAD_TRANSPOSE_ENTRY(double, SYMGRAD_TILES_OFF)
 #endif
 #if defined(SYMGRAD_GCC_VECTORS) || defined(__SSE2__)
-SYMGRAD_TRANSPOSE_ENTRY(float, SYMGRAD_KEEP)
+SYMGRAD_TRANSPOSE_ENTRY(float, SYMGRAD_TILES_ON)
 #else
-SYMGRAD_TRANSPOSE_ENTRY(float, SYMGRAD_DROP)
+SYMGRAD_TRANSPOSE_ENTRY(float, SYMGRAD_TILES_OFF)
 #endif
 
 /* float arguments and results, double lanes (float32 kernels computing in double) */

@@ -71,7 +71,7 @@ def worker(case, size, what):
                       optional=int(shared))
     t["generate C"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    build.build(f"scaling_{prog.key[:24]}_{what}", k.source, k.cdecl, parts=k.parts, extra_flags=k.cflags)
+    build.build(f"scaling_{prog.key[:24]}_{what}", k.source, parts=k.parts, extra_flags=k.cflags)
     t["C compile"] = time.perf_counter() - t0
     peak = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
                resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024

@@ -1,8 +1,8 @@
-"""C source -> loaded cffi library: the toolchain, its flags, and the compile itself.
+"""C source -> loaded kernel library: the toolchain, its flags, and the compile itself.
 
-The source is wrapped by cffi (API mode: a real CPython extension whose calls release
-the GIL) and compiled by the system C compiler, called directly, in a temporary build
-directory; cache.py decides where that directory is, stores the result and loads it."""
+The source is compiled by the system C compiler, called directly, in a temporary build
+directory, into a plain shared library (no Python.h: library.py calls its entry points);
+cache.py decides where that directory is, stores the result and loads it."""
 from __future__ import annotations
 
 import hashlib
@@ -70,7 +70,7 @@ def source_digest():
     renders. A changed symgrad never reuses another's kernels or unpickles its Functions."""
     h = hashlib.sha256()
     root = Path(__file__).resolve().parent
-    for path in sorted(root.rglob("*.py")) + sorted(csrc_dir().glob("*.h")):
+    for path in sorted(root.rglob("*.py")) + sorted(csrc_dir().glob("*.[ch]")):
         h.update(path.name.encode() + b"\0" + path.read_bytes())
     h.update(VERSION.encode())
     return h.hexdigest()
@@ -79,12 +79,12 @@ def source_digest():
 @lru_cache(maxsize=None)
 def toolchain():
     """Everything besides the program that decides a kernel's binary: symgrad's own source,
-    cffi, Python, flags (symgrad's and any that CC carries: CC="cc -ffast-math"), CPU. Not the
+    Python, flags (symgrad's and any that CC carries: CC="cc -ffast-math"), CPU. Not the
     compiler's name: CC=gcc, CC=cc and a process without any compiler share kernels (the
-    compiler that built one is in its metadata)."""
-    import _cffi_backend  # the version cffi's generated modules are built against
+    compiler that built one is in its metadata); nor how kernels are called (symgrad._native
+    or ctypes: the same library either way)."""
     h = hashlib.sha256()
-    for part in (source_digest(), _cffi_backend.__version__, sys.implementation.cache_tag,
+    for part in (source_digest(), sys.implementation.cache_tag,
                  sysconfig.get_config_var("EXT_SUFFIX") or "", " ".join(flags() + tuple(compiler()[1:])),
                  machine()):
         h.update(part.encode() + b"\0")
@@ -139,22 +139,22 @@ def build_many(kernels):
         todo = [e for e in kernels if cache.lookup(e[0]) is None]
         if len(todo) == 1:
             key, kern, meta = todo[0]
-            build(key, kern.source, kern.cdecl, parts=kern.parts, extra_flags=kern.cflags, meta=meta)
+            build(key, kern.source, parts=kern.parts, extra_flags=kern.cflags, meta=meta)
         elif todo:
             build(todo[0][0], "\n".join(kern.source for _, kern, _ in todo),
-                  "".join(kern.cdecl for _, kern, _ in todo), parts=tuple(p for _, kern, _ in todo for p in kern.parts),
+                  parts=tuple(p for _, kern, _ in todo for p in kern.parts),
                   extra_flags=todo[0][1].cflags, meta={"members": {k: meta for k, _, meta in todo}},
                   aliases=tuple(k for k, _, _ in todo[1:]))
 
 
-def build(key, source, cdecl, *, parts=(), extra_flags=(), meta=None, aliases=()):
-    """The cffi library for ``source`` (plus translation units ``parts``), filed under ``key``:
+def build(key, source, *, parts=(), extra_flags=(), meta=None, aliases=()):
+    """The library for ``source`` (plus translation units ``parts``), filed under ``key``:
     loaded from the cache if it is there, else compiled and stored. Different keys build at
     the same time (a lock per key). ``meta`` (JSON data: results, dtype, ...) is compiled
     into the library, which returns it from ``symgrad_meta()`` beside ``symgrad_key()``.
     With ``aliases`` (the keys of further kernels in ``source``, whose locks the caller
-    holds), the library also answers to each (symgrad_keys(), an init function per module
-    name) and is stored under each of them too."""
+    holds), the library also answers to each (symgrad_keys()) and is stored under each of
+    them too."""
     with _key_lock(key):
         lib = cache.lookup(key)
         if lib is not None:
@@ -162,13 +162,8 @@ def build(key, source, cdecl, *, parts=(), extra_flags=(), meta=None, aliases=()
         _check_compiler(f"kernel {key[:12]} is not in symgrad's cache ({cache.describe_places()}) and there is ")
         stamp = (f'\nconst char *symgrad_key(void) {{ return "{key}"; }}\n'
                  f'const char *symgrad_meta(void) {{ return {_c_string(json.dumps(meta or {}))}; }}\n')
-        cdecl += "const char *symgrad_key(void);\nconst char *symgrad_meta(void);\n"
-        if aliases:  # one library, several module names: cffi's init function under each
-            stamp += (f'const char *symgrad_keys(void) {{ return "{" ".join((key,) + tuple(aliases))}"; }}\n'
-                      f"PyMODINIT_FUNC PyInit__sg_{key}(void);\n"
-                      + "".join(f"PyMODINIT_FUNC PyInit__sg_{a}(void) {{ return PyInit__sg_{key}(); }}\n"
-                                for a in aliases))
-            cdecl += "const char *symgrad_keys(void);\n"
+        if aliases:  # one library, several kernels' keys
+            stamp += f'const char *symgrad_keys(void) {{ return "{" ".join((key,) + tuple(aliases))}"; }}\n'
         tried = []
         for d in cache.building_places():
             if d not in _swept:
@@ -177,9 +172,8 @@ def build(key, source, cdecl, *, parts=(), extra_flags=(), meta=None, aliases=()
             try:
                 import tempfile
                 with tempfile.TemporaryDirectory(prefix=".build-", dir=d) as tmp:
-                    so, c_file = _compile_with_fallbacks(source, cdecl, key, Path(tmp), extra_flags, parts, stamp)
-                    with open(c_file) as f:
-                        c_text = source + "\n/* ---- the cffi module ---- */\n" + f.read()
+                    so = _compile_with_fallbacks(source + stamp, key, Path(tmp), extra_flags, parts)
+                    c_text = "\n/* ---- next translation unit ---- */\n".join((source + stamp,) + tuple(parts))
                     with open(so, "rb") as f:
                         data = f.read()
                     lib = cache.install(d, key, data, c_text, compiler_identity())
@@ -193,7 +187,7 @@ def build(key, source, cdecl, *, parts=(), extra_flags=(), meta=None, aliases=()
                                        + (f", source kept at {kept}" if kept else "") + ":\n"
                                        + e.stderr[-4000:]) from None
                 tried.append((d, "the C compiler could not write its output: "
-                              + _first_line(e.stderr, "no message")))
+                              + _first_line(_io_lines(e.stderr) or e.stderr, "no message")))
             except cache.NotExecutable as e:
                 tried.append((d, f"compiled code cannot be loaded from there ({e})"))
             except OSError as e:
@@ -224,6 +218,11 @@ def _io_failure(message):
     return any(w in message for w in _IO_WORDS)
 
 
+def _io_lines(message):
+    """The lines of a compiler's message that say it could not write its files."""
+    return "\n".join(line for line in message.splitlines() if any(w in line.lower() for w in _IO_WORDS))
+
+
 def _first_line(text, default=""):
     return next((line.strip() for line in text.splitlines() if line.strip()), default)
 
@@ -251,58 +250,44 @@ def _keep_failed_source(d, key, source):
     return None
 
 
-def _compile_with_fallbacks(source, cdecl, key, tmp, extra_flags, parts, glue="", openmp=True,
-                            vector_math=VECTOR_MATH):
+def _compile_with_fallbacks(source, key, tmp, extra_flags, parts, openmp=True, vector_math=VECTOR_MATH):
     """Compile in ``tmp``; without libmvec, or without OpenMP, where the compiler lacks them."""
     build_flags = flags(openmp, vector_math) + tuple(extra_flags)
     try:
-        return _compile(source, cdecl, key, tmp, build_flags, parts, glue)
+        return _compile(source, key, tmp, build_flags, parts)
     except _CompilerFailed as e:
         msg = e.stderr.lower()
         if vector_math and "mvec" in msg:  # no libmvec: scalar <math.h>
-            return _compile_with_fallbacks(source, cdecl, key, tmp, extra_flags, parts, glue, openmp, False)
+            return _compile_with_fallbacks(source, key, tmp, extra_flags, parts, openmp, False)
         if openmp and "openmp" in msg:  # a compiler without OpenMP: go serial
-            return _compile_with_fallbacks(source, cdecl, key, tmp, extra_flags, parts, glue, False, False)
+            return _compile_with_fallbacks(source, key, tmp, extra_flags, parts, False, False)
         raise
 
 
-# The cffi module's own code (argument conversion, Python.h): compiled at this level in a unit
-# of its own, beside the kernel's, so that the two compile at once (Python.h alone takes a
-# tenth of a second to parse, -O3 doubles the module's compile, and its speed is Python's
-# call overhead, not the kernel's).
-_GLUE_OPT = "-O1"
-
-
-def _compile(source, cdecl, key, tmp, build_flags, parts=(), glue=""):
-    """Compile the kernel ``source``, the cffi module (its declarations ``cdecl`` and ``glue``)
-    and any further translation units, in parallel, in ``tmp``; then link. Returns (library
-    path, the module's C file)."""
-    import cffi
+def _compile(source, key, tmp, build_flags, parts=()):
+    """Compile the kernel ``source`` and any further translation units ``parts`` into a
+    shared library in ``tmp``: one compiler run for one unit; several compile in parallel,
+    then link. Returns the library's path."""
     cc = compiler()
     _check_compiler()
-    from cffi.recompiler import make_c_source
-    ffi = cffi.FFI()
-    ffi.cdef(cdecl)
-    c_file = os.path.join(tmp, f"_sg_{key}.c")
-    make_c_source(ffi, f"_sg_{key}", "#include <stdint.h>\n" + cdecl + glue, c_file)
-    units = [c_file]
+    units = []
     for k, part in enumerate((source,) + tuple(parts)):
         units.append(os.path.join(tmp, f"part{k}.c"))
         with open(units[-1], "w") as f:
             f.write(part)
     out = os.path.join(tmp, f"_sg_{key}{cache.EXT}")
     libs = [f for f in build_flags if f.startswith("-l")] + list(CPU.libs)
-    cflags = [*cc, *[f for f in build_flags if not f.startswith("-l")], "-I", str(csrc_dir()),
-              "-I", sysconfig.get_paths()["include"]]
-    glue_flags = [f for f in cflags if not f.startswith("-O")] + [_GLUE_OPT]
+    cflags = [*cc, *[f for f in build_flags if not f.startswith("-l")], "-I", str(csrc_dir())]
+    if len(units) == 1:
+        _run([[*cflags, *CPU.link_flags, units[0], "-o", out, *libs]], units, ["compiling the kernel"])
+        return out
     objs = [u[:-2] + ".o" for u in units]
-    what = ["compiling the cffi module", "compiling the kernel"] + \
-        [f"compiling unit {k} of the kernel's segments" for k in range(1, len(units) - 1)]
-    _run([[*(glue_flags if u == c_file else cflags), "-c", u, "-o", o] for u, o in zip(units, objs)], units, what,
+    what = ["compiling the kernel"] + [f"compiling unit {k} of the kernel's segments" for k in range(1, len(units))]
+    _run([[*cflags, "-c", u, "-o", o] for u, o in zip(units, objs)], units, what,
          sizes=[os.path.getsize(u) for u in units])
     _run([[*cc, *CPU.link_flags, *[f for f in build_flags if f in CPU.openmp_flags], *objs, "-o", out, *libs]],
-         [units[1]], ["linking the library"])
-    return out, c_file
+         [units[0]], ["linking the library"])
+    return out
 
 
 def _run(cmds, files, what, sizes=None):

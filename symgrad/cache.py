@@ -12,13 +12,10 @@ A library a pickle shipped becomes an entry like any other (adopt). No sympy her
 from __future__ import annotations
 
 import hashlib
-import importlib.machinery
-import importlib.util
 import json
 import os
 import re
 import stat
-import sysconfig
 import tempfile
 import time
 from pathlib import Path
@@ -27,9 +24,9 @@ from . import forksafe
 from .cachedir import POSIX, directory, private_dir, warn_once
 from .errors import CacheError, CompileError
 
-FORMAT = 1
-EXT = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
-_loaded = {}   # key -> loaded cffi module
+FORMAT = 2  # 2: plain shared libraries (library.py); 1 was cffi extension modules
+EXT = ".so"
+_loaded = {}   # key -> loaded library.Library
 _files = {}    # key -> (library file, its SHA-256, its metadata's diagnostics) of _loaded[key]
 _shipping = {}  # key -> (bytes, SHA-256, diagnostics) of that file, read at its first pickle
 _lock = forksafe.RLock()
@@ -120,26 +117,16 @@ def _dlopen(key, path, fd):
         raise _Gone("its library file was removed while it was being checked") from None
     if (st.st_dev, st.st_ino) != (now.st_dev, now.st_ino):
         raise _Damaged("its library file changed while it was being checked")
-    origin = str(path)
-    name = f"_sg_{key}"
-    loader = importlib.machinery.ExtensionFileLoader(name, origin)
-    spec = importlib.util.spec_from_file_location(name, origin, loader=loader)
-    mod = importlib.util.module_from_spec(spec)
-    loader.exec_module(mod)
-    return mod
+    from .library import Library
+    return Library(path)
 
 
-def _verified_key(mod, key):
+def _verified_key(lib, key):
     """Whether the library says it was built for ``key``: its own key, or one of the kernels
     it holds (a library of several kernels, build.build_many, is stored under each of theirs)."""
     try:
-        if mod.ffi.string(mod.lib.symgrad_key()).decode() == key:
-            return True
-    except (AttributeError, TypeError, UnicodeDecodeError):
-        return False
-    try:
-        return key in mod.ffi.string(mod.lib.symgrad_keys()).decode().split()
-    except (AttributeError, TypeError, UnicodeDecodeError):
+        return lib.string("symgrad_key") == key or key in (lib.string("symgrad_keys") or "").split()
+    except (ValueError, UnicodeDecodeError):
         return False
 
 
@@ -174,7 +161,7 @@ def _load(d, key):
     path, fd, meta = found
     try:
         mod = _dlopen(key, path, fd)
-    except ImportError as e:
+    except OSError as e:
         if _noexec(d) or "map" in str(e).lower() and "segment" in str(e).lower():
             raise NotExecutable(str(e)) from None
         raise _Damaged(f"it does not load ({e})") from None
@@ -406,8 +393,8 @@ def library_meta(mod, key=None):
     """What the library says it computes (symgrad_meta(): kernel name, dtype, result shapes);
     of a library of several kernels, what it says of the one built for ``key``."""
     try:
-        meta = json.loads(mod.ffi.string(mod.lib.symgrad_meta()).decode())
-    except (AttributeError, TypeError, ValueError, UnicodeDecodeError):
+        meta = json.loads(mod.string("symgrad_meta") or "")
+    except (TypeError, ValueError, UnicodeDecodeError):
         return None
     if isinstance(meta, dict) and "members" in meta:
         return meta["members"].get(key) if isinstance(meta["members"], dict) else None

@@ -2,22 +2,22 @@
 and the store policy of large batches. No sympy."""
 from __future__ import annotations
 
-import math
 import os
 import threading
 import time
+import math
 from math import prod
 
 import numpy as np
 
 from .render.target import TARGETS
 
-_PYNUM = (float, int, np.float64)
-_FLOAT32_MAX = float(np.finfo(np.float32).max)
 # Inputs that must be copied (broadcast, strided, misaligned) are copied this many bytes of
 # points at a time, so a broadcast input never costs the memory of the whole batch.
 CHUNK_BYTES = 1 << 20
 SERIAL = 4  # batch mode bit: run on the calling thread alone
+# How a kernel's time per point is measured when it is loaded (Plan._seconds_per_point).
+PROBE_POINTS, PROBE_BYTES, PROBE_SECONDS = 4096, 4 << 20, 20e-6
 
 
 class _Fork:
@@ -74,36 +74,48 @@ class Stores:
 
 class Plan:
     """A loaded kernel and the fixed facts needed to call it. ``skip``: sizes of the kernel's
-    leading results that are not wanted (passed as NULL: computed, not stored)."""
+    leading results that are not wanted (passed as NULL: computed, not stored). ``kernel``
+    (library.Library.kernel) runs it; the calls it takes as they are, symgrad.Function makes
+    in C (csrc/symgrad_call.c), and this class takes the others: conversions, broadcasting,
+    strided and overlapping arrays, chunks, store modes, and every error message."""
 
-    def __init__(self, name, args, shapes, dtype, structure, lib, stream_bytes, skip=()):
+    def __init__(self, name, args, shapes, dtype, structure, lib, options, skip=()):
         target = TARGETS["cpu", str(dtype)]
         self.name, self.args = name, args  # ((argument name, core shape), ...)
-        self.ffi, self.batch = lib.ffi, getattr(lib.lib, target.entry(name, "batch"))
-        self.scalar = getattr(lib.lib, target.entry(name, "scalar"), None)
-        self.stores = Stores() if getattr(lib.lib, target.entry(name, "streams"))() else None
-        self.stream_bytes = stream_bytes
+        self.stores = Stores() if lib.integer(target.entry(name, "streams")) else None
+        self.stream_bytes = stream_bytes = options.stream_bytes
         self.dtype, self.itemsize = dtype, dtype.itemsize
         self.nargs, self.structure = len(args), structure
-        self.ctype = target.real + "[]"
-        self.scalar_type = dtype.type
-        self.narrow = dtype == np.float32
         self.shapes = [tuple(s) for s in shapes]
         self.sizes = [prod(s) for s in self.shapes]
         self.total = sum(self.sizes)
-        self.skipped, self.nulls = sum(skip), [lib.ffi.NULL] * len(skip)
-        self.all_scalar = all(sz == 1 and sh == () for sz, sh in zip(self.sizes, self.shapes))
-        self._tls = threading.local()
+        self.kernel = lib.kernel(target.entry(name, "call"), dtype, [core for _, core in args], self.shapes, skip,
+                                 structure, stream_bytes if self.stores is not None else None)
+        seconds = self._seconds_per_point()
+        self.kernel.par_points = self.par_points = max(2, math.ceil(options.parallel_seconds / seconds))
+        self.kernel.gil_points = math.ceil(options.hold_gil_seconds / seconds)
+
+    def _seconds_per_point(self):
+        """The kernel's time per point on the calling thread, at zeros: the best of two calls
+        of 1, 8, 64, ... points, up to PROBE_POINTS (and PROBE_BYTES of arrays) or until a
+        call takes PROBE_SECONDS (the first call may fault pages in; Python's share of a
+        call fades as it grows)."""
+        per_point = self.itemsize * (sum(prod(core) for _, core in self.args) + self.total)
+        cap = max(1, min(PROBE_POINTS, PROBE_BYTES // max(per_point, 1)))
+        ins = [np.zeros((cap,) + core, self.dtype) for _, core in self.args]
+        outs = [np.empty((cap,) + s, self.dtype) for s in self.shapes]
+        best, n = math.inf, 1
+        while True:
+            for _ in range(2):
+                t = time.perf_counter()
+                self.kernel.run(n, SERIAL, [x[:n] for x in ins], [o[:n] for o in outs])
+                t = time.perf_counter() - t
+                best = min(best, t / n)
+            if n >= cap or t >= PROBE_SECONDS:
+                return max(best, 1e-10)
+            n = min(cap, n * 8)
 
     def __call__(self, args, out, what):
-        if self.scalar is not None and out is None and len(args) == self.nargs:
-            for a in args:
-                if type(a) not in _PYNUM:
-                    break
-            else:
-                if self.narrow and any(_FLOAT32_MAX < abs(a) < math.inf for a in args):
-                    args = tuple(np.float32(float(x)) for x in args)  # numpy's cast: inf, and its warning
-                return self.call_scalar(args)
         if len(args) != self.nargs:
             names = ", ".join(name for name, _ in self.args)
             raise TypeError(f"{what} takes {self.nargs} argument(s) ({names}), got {len(args)}")
@@ -151,18 +163,15 @@ class Plan:
 
     def _run(self, n, ins, outs):
         """One kernel call on n points of C-contiguous inputs and results."""
-        ffi, ct = self.ffi, self.ctype
-        ptrs = [ffi.from_buffer(ct, x) for x in ins] + self.nulls + \
-            [ffi.from_buffer(ct, w, require_writable=True) for w in outs]
         nbytes = n * self.total * self.itemsize
-        serial = SERIAL if _Fork.forked else 0
+        serial = SERIAL if _Fork.forked or n < self.par_points else 0
         stores = self.stores if nbytes >= self.stream_bytes else None
         if stores is None:
-            self.batch(n, serial, *ptrs)
+            self.kernel.run(n, serial, ins, outs)
         else:
             mode = stores.pick()
             t = time.perf_counter()
-            self.batch(n, mode | serial, *ptrs)
+            self.kernel.run(n, mode | serial, ins, outs)
             stores.record(mode, (time.perf_counter() - t) / nbytes)
 
     def _outputs(self, out, batch):
@@ -187,25 +196,6 @@ class Plan:
                                      "its own array")
         return flat
 
-    def call_scalar(self, args):
-        buf = getattr(self._tls, "buf", None)
-        if buf is None:
-            buf = self._tls.buf = self.ffi.new(self.ctype, self.skipped + self.total)
-        self.scalar(*args, buf)
-        t, k = self.scalar_type, self.skipped
-        if self.all_scalar:
-            if self.total == 1:
-                return t(buf[k])
-            flat = [t(buf[k + i]) for i in range(self.total)]
-        else:
-            arr = np.frombuffer(self.ffi.buffer(buf), dtype=t)[k:].copy()
-            flat, k = [], 0
-            for sz, sh in zip(self.sizes, self.shapes):
-                part = arr[k:k + sz].reshape(sh)
-                flat.append(part[()] if sh == () else part)
-                k += sz
-        return nest(self.structure, flat)
-
 
 _DATA = {}  # library key -> the data arrays its loops read, and the pointer table given to it
 _DATA_LOCK = threading.Lock()
@@ -217,16 +207,14 @@ def bind_data(lib, key, name, data):
     with _DATA_LOCK:
         if key in _DATA:
             return
-        ffi = lib.ffi
-        ptrs = ffi.new("void *[]", [ffi.cast("void *", ffi.from_buffer(d)) for d in data])
-        getattr(lib.lib, TARGETS["cpu", "float64"].entry(name, "data"))(ptrs)
-        _DATA[key] = (data, ptrs)
+        lib.set_data(TARGETS["cpu", "float64"].entry(name, "data"), data)
+        _DATA[key] = data
 
 
 def real_array(x, name, dtype):
     if isinstance(x, np.ma.MaskedArray):
         raise TypeError(f"argument {name!r} is a masked array; pass plain values (e.g. x.filled(np.nan))")
-    arr = np.asarray(x)
+    arr = np.asarray(float(x) if type(x) is int else x)  # a Python int as C converts it (10**50 too)
     if arr.dtype.kind == "c":
         raise TypeError(f"argument {name!r} is complex; symgrad functions take real numbers")
     if arr.dtype.kind not in "biuf":

@@ -16,6 +16,7 @@ import re
 import numpy as np
 
 from . import calling, forksafe, options as _options
+from .library import Callable
 from .source import PerObject, Source
 from .errors import ScalarUsedAsArray
 from .signature import TRACED, checked_keywords
@@ -34,7 +35,7 @@ def c_identifier(name):
     return s
 
 
-class Function:
+class Function(Callable):
     """A compiled numeric function of fixed-shape arguments (see ``symgrad.compile``).
 
     ``steps`` are the derivatives taken, in order: (kind, argument indices), kind one of
@@ -224,6 +225,8 @@ class Function:
             if self._plan is None:
                 from . import pipeline
                 self._plan = pipeline.library(self)
+                if not self._source.method and not self._source.takes_out:
+                    self._fast = self._plan.kernel  # later calls of the kernel's own form run in C
             return self._plan
 
     def _meta(self):
@@ -376,7 +379,9 @@ class Function:
         return self._derived_function((f"d{n}", (argnum,)), self._structure)
 
     # -- calling ------------------------------------------------------------------------
-    def __call__(self, *args, out=None, **kwargs):
+    def _call(self, *args, out=None, **kwargs):
+        """A call of this Function: the Python path (library.Callable runs in C the calls
+        the kernel takes as they are, once it is loaded)."""
         if out is not None and self._source.takes_out:  # f's own parameter `out`, not result arrays
             kwargs["out"], out = out, None
         if kwargs or len(args) != len(self.args) or self._source.method:

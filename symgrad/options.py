@@ -37,6 +37,13 @@ class Options:
     call_cost: int = 20
     # Numbers of results per tile of a streamed batch, about.
     tile_numbers: int = 128
+    # Threads only where they pay: each kernel's time per point is measured when it is
+    # loaded (calling.Plan); batches it would compute in less than parallel_seconds run on
+    # the calling thread alone (waking the thread team costs 1-20 us: more the longer it has
+    # slept), and those of less than hold_gil_seconds keep the GIL (releasing and taking it
+    # back costs about that).
+    parallel_seconds: float = 5e-6
+    hold_gil_seconds: float = 1e-6
     # The arithmetic of float32 kernels: "double" (every operation in double, each result
     # rounded to float once: the float64 result rounded, no intermediate overflow below
     # 1.8e308) or "float" (every operation in float: faster, but an intermediate past

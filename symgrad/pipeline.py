@@ -97,13 +97,13 @@ def library(fn):
         k = f.kernel
         with stage(f.c_name, "C compile", lambda: f" ({k.ops} operations)",
                    lambda: (k.ops, C_COMPILE_BASE + RATES["C compile"] * k.ops)):
-            lib = build.build(key, k.source, k.cdecl, parts=k.parts, extra_flags=k.cflags, meta=meta)
+            lib = build.build(key, k.source, parts=k.parts, extra_flags=k.cflags, meta=meta)
     if fn.traced.data:
         calling.bind_data(lib, key, fn.c_name, fn.traced.data)
     shapes = [tuple(s) for s in cache.library_meta(lib, key)["results"]]
     skip = len(shapes) - len(fn.result_shapes())  # the value, where F.grad runs F.value_and_grad's kernel
-    return calling.Plan(f.c_name, fn.args, shapes[skip:], fn.dtype, fn._structure, lib,
-                        fn.options.stream_bytes, skip=[math.prod(x) for x in shapes[:skip]])
+    return calling.Plan(f.c_name, fn.args, shapes[skip:], fn.dtype, fn._structure, lib, fn.options,
+                        skip=[math.prod(x) for x in shapes[:skip]])
 
 
 def build_together(fns):

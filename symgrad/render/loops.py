@@ -23,6 +23,14 @@ CHUNKS = 16          # pieces of the outermost loop (fixed: results do not depen
 PARALLEL_MIN = 1 << 15  # iterations from which a single point's loop runs on the thread team
 
 
+def _parallel(total, ind):
+    """The OpenMP pragma of a loop over ``total`` iterations in chunks: none below
+    PARALLEL_MIN (``parallel if(0)`` still makes a team of one, malloc and futex calls)."""
+    if total < PARALLEL_MIN:
+        return []
+    return ["#ifdef _OPENMP", f"{ind}_Pragma(\"omp parallel for schedule(static) if(sg_par)\")", "#endif"]
+
+
 def index_c(index):
     """An affine index (tracing/lazy.py) in C."""
     c, terms = index
@@ -364,9 +372,7 @@ def _sum_loop(em, g, ind):
     lines.append(f"{ind}{{")
     i2 = ind + "    "
     lines.append(f"{i2}{M} sg_part[{CHUNKS * max(na, 1)}];")
-    par = f"sg_par && {total} >= {PARALLEL_MIN}"
-    lines += ["#ifdef _OPENMP", f"{i2}_Pragma(\"omp parallel for schedule(static) if({par})\")", "#endif",
-              f"{i2}for (int64_t sg_c = 0; sg_c < {CHUNKS}; ++sg_c) {{"]
+    lines += _parallel(total, i2) + [f"{i2}for (int64_t sg_c = 0; sg_c < {CHUNKS}; ++sg_c) {{"]
     i3 = i2 + "    "
     lines.append(f"{i3}{M} sg_acc[{max(na, 1) * W}] = {{0}};")
     for b, (r, _) in enumerate(g.buffers):
@@ -430,8 +436,7 @@ def _map_loop(em, g, r, c, ind):
     total = math.prod(e for _, e in o.loops)
     i2 = ind + "    "
     lines = [f"{ind}/* {c}: {', '.join(f'sg_i{v} < {e}' for v, e in o.loops)} */",
-             "#ifdef _OPENMP", f"{ind}_Pragma(\"omp parallel for schedule(static) if(sg_par && {total} >= "
-             f"{PARALLEL_MIN})\")", "#endif", f"{ind}for (int64_t sg_c = 0; sg_c < {CHUNKS}; ++sg_c) {{"]
+             *_parallel(total, ind), f"{ind}for (int64_t sg_c = 0; sg_c < {CHUNKS}; ++sg_c) {{"]
     if len(o.loops) == 1:
         v, e = o.loops[0]
         opened, i3, close = [], i2, []
@@ -468,12 +473,14 @@ def _kernel(em, body, title):
              for c, s in zip(em.res_c, sizes[len(em.arg_c):])],
            "        return;", "    }",
            f"    if (n == 1) {{ {name}_one({', '.join(names)}, !(sg_mode & 4)); return; }}",
-           "#ifdef _OPENMP", "    _Pragma(\"omp parallel for schedule(static) if(!(sg_mode & 4))\")", "#endif",
+           "#ifdef _OPENMP",  # serial calls never enter OpenMP (parallel if(0) still makes a team)
+           "    if (!(sg_mode & 4)) {", "        _Pragma(\"omp parallel for schedule(static)\")",
+           "        for (int64_t sg_b = 0; sg_b < n; ++sg_b)",
+           f"            {name}_one({', '.join(f'{c} + sg_b*{s}' for c, s in zip(names, sizes))}, 0);",
+           "        return;", "    }", "#endif",
            "    for (int64_t sg_b = 0; sg_b < n; ++sg_b)",
            f"        {name}_one({', '.join(f'{c} + sg_b*{s}' for c, s in zip(names, sizes))}, 0);", "}", "",
            f"void {name}({', '.join(plain)}) {{ {batch}(1, 4, {', '.join(names)}); }}", "",
-           f"int {streams}(void) {{ return 0; }}", ""]
-    cdecl = (f"void {name}({', '.join(plain)});\n"
-             f"void {batch}(int64_t n, int mode, {', '.join(plain)});\n"
-             f"int {streams}(void);\nvoid {setter}(const void *const *p);\n")
-    return Kernel(name, "\n".join(src) + "\n", cdecl, em.ops)
+           f"int {streams}(void) {{ return 0; }}", "",
+           *target.call_entry(name, len(em.arg_c), len(em.res_c))]
+    return Kernel(name, "\n".join(src) + "\n", em.ops)

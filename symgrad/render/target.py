@@ -42,9 +42,19 @@ class Target:
 
     def entry(self, kernel, what="point"):
         """The name of one entry point of a kernel: point (one point), batch (n points),
-        scalar (scalar arguments by value, cpu), streams (cpu), data (the data arrays of a
-        kernel with loops, cpu), kernel (a CUDA __global__)."""
+        call (the batch with its pointers in one array: how symgrad calls a cpu kernel),
+        streams (cpu), data (the data arrays of a kernel with loops, cpu), kernel (a CUDA
+        __global__)."""
         return kernel if what == "point" else f"{kernel}_{what}"
+
+    def call_entry(self, kernel, nargs, nres):
+        """Lines of C defining ``K_call(n, mode, p)``: the batch entry point with its pointers
+        in one array (the arguments, then the results), so that one C caller
+        (csrc/symgrad_call.c) calls any kernel."""
+        T = self.real
+        ptrs = [f"(const {T} *)sg_p[{k}]" for k in range(nargs)] + [f"({T} *)sg_p[{nargs + k}]" for k in range(nres)]
+        return [f"void {self.entry(kernel, 'call')}(int64_t n, int sg_mode, void *const *sg_p) {{",
+                f"    {self.entry(kernel, 'batch')}(n, sg_mode, {', '.join(ptrs)});", "}", ""]
 
     def widened(self):
         return replace(self, block=self.wide)
@@ -113,7 +123,6 @@ class Kernel:
 
     name: str
     source: str       # definitions (includes symgrad_rt.h)
-    cdecl: str        # declarations of the exported functions
     ops: int
     parts: tuple = ()   # further translation units (segments of a large kernel), compiled in parallel
     cflags: tuple = ()  # compiler flags this kernel needs beyond the target's

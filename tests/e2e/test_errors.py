@@ -1038,7 +1038,7 @@ def test_failing_c_compiler(monkeypatch, tmp_path):
         pytest.skip("no `false` program")
     monkeypatch.setenv("CC", "false")
     monkeypatch.setenv("SYMGRAD_CACHE_DIR", str(tmp_path / "cache"))
-    with pytest.raises(symgrad.CompileError, match=r"C compiler failed compiling the cffi module \(false .*source kept at"):
+    with pytest.raises(symgrad.CompileError, match=r"C compiler failed compiling the kernel \(false .*source kept at"):
         symgrad.compile(lambda x: x * 1.640625)(1.0)
 
 

@@ -15,15 +15,16 @@ from symgrad.render import TARGETS, render
 
 
 def compiled(F, vector_bits):
-    """The batch entry point of Function F's kernel rendered for ``vector_bits``-bit blocks."""
-    k = render(F.optimized(), F.c_name, TARGETS["cpu", str(F.dtype)], vector_bits, F.options)
-    mod = build.build(f"{F.key}_{vector_bits}", k.source, k.cdecl, parts=k.parts, extra_flags=k.cflags)
-    return k, mod.ffi, getattr(mod.lib, F.c_name + "_batch")
+    """The caller of Function F's kernel rendered for ``vector_bits``-bit blocks."""
+    target = TARGETS["cpu", str(F.dtype)]
+    k = render(F.optimized(), F.c_name, target, vector_bits, F.options)
+    lib = build.build(f"{F.key}_{vector_bits}", k.source, parts=k.parts, extra_flags=k.cflags)
+    return k, lib.kernel(target.entry(F.c_name, "call"), F.dtype, [c for _, c in F.args], F.result_shapes(), (),
+                         0, None)
 
 
-def run(ffi, batch, mode, ins, outs, ctype="double[]"):
-    batch(len(ins[0]), mode, *[ffi.from_buffer(ctype, x) for x in ins],
-          *[ffi.from_buffer(ctype, o, require_writable=True) for o in outs])
+def run(kernel, mode, ins, outs):
+    kernel.run(len(ins[0]), mode, ins, outs)
 
 
 def seed(x):
@@ -35,21 +36,21 @@ def test_blocks_of_either_width_give_the_exact_derivative(vector_bits):
     """Kernels of scalars take 8-point blocks with 512-bit vectors, 4-point ones otherwise;
     both are rendered and run here whatever this CPU has (gcc splits wide vectors)."""
     G = symgrad.compile(seed).grad
-    k, ffi, batch = compiled(G, vector_bits)
+    k, kernel = compiled(G, vector_bits)
     assert f"sg_j < {8 if vector_bits == 512 else 4}" in k.source
     x = np.random.default_rng(3).uniform(-1.5, 2.5, 1237)
     out = np.empty_like(x)
-    run(ffi, batch, 0, [x], [out])
+    run(kernel, 0, [x], [out])
     X = sp.Symbol("x")
     d = sp.lambdify(X, sp.diff(64 * X * (1 - X) * (1 - 2 * X) ** 2 * (1 - 8 * X + 8 * X * X) ** 2, X), "mpmath")
     ref = np.array([float(d(v)) for v in x[:200]])
     np.testing.assert_allclose(out[:200], ref, rtol=1e-12, atol=1e-9)
     for n in (1, 3, 7, 8, 9, 17):  # every point runs through the same block code
         part = np.empty(n)
-        run(ffi, batch, 0, [x[:n].copy()], [part])
+        run(kernel, 0, [x[:n].copy()], [part])
         np.testing.assert_array_equal(part, out[:n])
     three = np.empty(1)
-    run(ffi, batch, 0, [np.array([3.0])], [three])
+    run(kernel, 0, [np.array([3.0])], [three])
     assert three[0] == -75279680.0
 
 
@@ -59,11 +60,11 @@ def test_transcendental_kernels_agree_across_block_widths(vector_bits):
     def f(x, y):
         return math.sin(3 * x) * math.exp(-0.5 * y * y) + math.log(1 + x * x * y * y) + math.atan2(y, x + 3.0)
     G = symgrad.compile(f).grad
-    _, ffi, batch = compiled(G, vector_bits)
+    _, kernel = compiled(G, vector_bits)
     rng = np.random.default_rng(4)
     x, y = rng.uniform(-2, 2, 999), rng.uniform(-2, 2, 999)
     gx, gy = np.empty_like(x), np.empty_like(x)
-    run(ffi, batch, 0, [x, y], [gx, gy])
+    run(kernel, 0, [x, y], [gx, gy])
     rx = [3 * math.cos(3 * a) * math.exp(-0.5 * b * b) + 2 * a * b * b / (1 + a * a * b * b)
           - b / ((a + 3) ** 2 + b * b) for a, b in zip(x, y)]
     ry = [-b * math.sin(3 * a) * math.exp(-0.5 * b * b) + 2 * a * a * b / (1 + a * a * b * b)

@@ -59,7 +59,7 @@ void small_grad_batch(int64_t n, int sg_mode, const double *a_x, const double *a
         sg_done = sg_nb * 40;
     }
     {
-        const int64_t sg_par_min = sg_serial ? INT64_MAX : 4545, sg_nb = (n - sg_done) / 4;
+        const int64_t sg_par_min = sg_serial ? INT64_MAX : 2, sg_nb = (n - sg_done) / 4;
         SYMGRAD_BLOCKS(small_grad_block(a_x + (sg_done + sg_b*4)*1, a_v + (sg_done + sg_b*4)*2, d_x + (sg_done + sg_b*4)*1, d_v + (sg_done + sg_b*4)*2, 1))
         sg_done += sg_nb * 4;
     }
@@ -68,7 +68,6 @@ void small_grad_batch(int64_t n, int sg_mode, const double *a_x, const double *a
 
 int small_grad_streams(void) { return 1; }
 
-/* declarations */
-void small_grad(const double *a_x, const double *a_v, double *d_x, double *d_v);
-void small_grad_batch(int64_t n, int mode, const double *a_x, const double *a_v, double *d_x, double *d_v);
-int small_grad_streams(void);
+void small_grad_call(int64_t n, int sg_mode, void *const *sg_p) {
+    small_grad_batch(n, sg_mode, (const double *)sg_p[0], (const double *)sg_p[1], (double *)sg_p[2], (double *)sg_p[3]);
+}

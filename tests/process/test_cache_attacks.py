@@ -136,7 +136,12 @@ def test_a_second_writer_keeps_the_first_writers_library(tmp_path):
     meta = next(cache.glob("_sg_*.json"))
     first = json.loads(meta.read_text())["library"]
     meta.unlink()  # as if the other writer had not stored its metadata yet
-    r = run_python(SEED, tmp_path, SYMGRAD_CACHE_DIR=cache)
+    # the other writer's compiler gives other bytes for the same key (gcc's builds are
+    # reproducible: a compiler of another name, which the key leaves out, that stamps a random build id)
+    other = tmp_path / "other-cc.sh"
+    other.write_text('#!/bin/sh\nexec gcc -Wl,--build-id=uuid "$@"\n')
+    other.chmod(0o755)
+    r = run_python(SEED, tmp_path, SYMGRAD_CACHE_DIR=cache, CC=other)
     assert r.lines == [WANT] and "CacheWarning" not in r.stderr
     second = json.loads(meta.read_text())["library"]
     assert second != first and (cache / first).exists()  # both still there

@@ -211,7 +211,7 @@ def test_noexec_cache(tmp_path):
 def test_full_disk(tmp_path):
     cache = tmp_path / "full"
     cache.mkdir(mode=0o700)
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k,mode=700", "tmpfs", str(cache)],
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=12k,mode=700", "tmpfs", str(cache)],
                       capture_output=True).returncode:
         pytest.skip("cannot mount a tmpfs here")
     try:
@@ -221,7 +221,7 @@ def test_full_disk(tmp_path):
         # nothing can be built anywhere: one clear error with the compiler's own message
         private = tmp_path / "fulltmp"
         private.mkdir()
-        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(private)], check=True)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=12k", "tmpfs", str(private)], check=True)
         try:
             r = run_python(SEED.replace("return 64", "return 62"), tmp_path, SYMGRAD_CACHE_DIR=cache,
                            TMPDIR=private)

@@ -1,0 +1,581 @@
+/* symgrad._native: loads kernel libraries (plain shared objects) and calls them from C.
+ *
+ * Callable is the base type of symgrad.Function: a call whose arguments the kernel takes as
+ * they are (Python floats, or exact numpy arrays of the kernel's dtype, C-contiguous,
+ * aligned, in native byte order, one batch shape for all, no broadcasting; out= arrays of
+ * the results' exact shapes that overlap nothing) runs here, without a Python frame. Any
+ * other call goes to the Function's _call method (the Python path: conversions, broadcasting,
+ * chunks, store modes and every error message), so the two paths give the same results.
+ *
+ * Kernel holds one entry point, K_call(n, mode, pointers) (render/cpu.py, render/loops.py),
+ * and the shapes it needs; its run() method is the Python path's call of the kernel. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/arrayobject.h>
+#include <numpy/arrayscalars.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef void (*call_fn)(int64_t n, int mode, void *const *p);
+typedef const char *(*string_fn)(void);
+typedef void (*data_fn)(const void *const *p);
+
+#define SERIAL 4                 /* mode bit: on the calling thread alone (calling.SERIAL) */
+#define MAX_CORE 8               /* core dimensions of one argument or result kept here */
+#define STACK_PTRS 32
+#define STACK_NUMBERS 256
+
+static int forked = 0;           /* a child of fork(): OpenMP's threads are gone */
+static void after_fork(void) { forked = 1; }
+
+/* ---- libraries ------------------------------------------------------------------------- */
+static PyObject *lib_open(PyObject *self, PyObject *arg) {
+    PyObject *bytes;
+    if (!PyUnicode_FSConverter(arg, &bytes)) return NULL;
+    void *h = dlopen(PyBytes_AS_STRING(bytes), RTLD_NOW | RTLD_LOCAL);
+    Py_DECREF(bytes);
+    if (!h) {
+        const char *e = dlerror();
+        PyErr_SetString(PyExc_OSError, e ? e : "dlopen failed");
+        return NULL;
+    }
+    return PyLong_FromVoidPtr(h);
+}
+
+static PyObject *lib_symbol(PyObject *self, PyObject *args) {
+    PyObject *handle;
+    const char *name;
+    if (!PyArg_ParseTuple(args, "Os", &handle, &name)) return NULL;
+    void *h = PyLong_AsVoidPtr(handle);
+    if (!h && PyErr_Occurred()) return NULL;
+    dlerror();
+    void *p = dlsym(h, name);
+    return PyLong_FromVoidPtr(p);  /* 0 where absent */
+}
+
+static PyObject *lib_string(PyObject *self, PyObject *arg) {
+    string_fn f = (string_fn)PyLong_AsVoidPtr(arg);
+    if (!f) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "null function");
+        return NULL;
+    }
+    const char *s = f();
+    if (!s) Py_RETURN_NONE;
+    return PyUnicode_DecodeUTF8(s, (Py_ssize_t)strlen(s), "strict");
+}
+
+static PyObject *lib_integer(PyObject *self, PyObject *arg) {
+    int (*f)(void) = (int (*)(void))PyLong_AsVoidPtr(arg);
+    if (!f) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "null function");
+        return NULL;
+    }
+    return PyLong_FromLong(f());
+}
+
+static PyObject *lib_set_data(PyObject *self, PyObject *args) {
+    /* set_data(address of K_data, sequence of C-contiguous arrays): the data a kernel's loops read */
+    PyObject *addr, *seq;
+    if (!PyArg_ParseTuple(args, "OO", &addr, &seq)) return NULL;
+    data_fn f = (data_fn)PyLong_AsVoidPtr(addr);
+    if (!f) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "null function");
+        return NULL;
+    }
+    PyObject *fast = PySequence_Fast(seq, "set_data takes a sequence of arrays");
+    if (!fast) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    const void **p = PyMem_Malloc(sizeof(void *) * (size_t)(n ? n : 1));
+    if (!p) { Py_DECREF(fast); return PyErr_NoMemory(); }
+    for (Py_ssize_t k = 0; k < n; ++k) {
+        PyObject *a = PySequence_Fast_GET_ITEM(fast, k);
+        if (!PyArray_Check(a) || !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)a)) {
+            PyMem_Free(p); Py_DECREF(fast);
+            PyErr_SetString(PyExc_TypeError, "set_data takes C-contiguous numpy arrays");
+            return NULL;
+        }
+        p[k] = PyArray_DATA((PyArrayObject *)a);
+    }
+    f(p);
+    PyMem_Free(p);
+    Py_DECREF(fast);
+    Py_RETURN_NONE;
+}
+
+/* ---- Kernel ------------------------------------------------------------------------------ */
+typedef struct {
+    int nd;
+    npy_intp dims[MAX_CORE];
+    npy_intp size;
+} Core;
+
+typedef struct {
+    PyObject_HEAD
+    call_fn fn;
+    int typenum, itemsize;
+    int nargs, nskip, nres;
+    Core *args, *res;             /* nargs, nres */
+    npy_intp res_numbers;          /* numbers of the kept results per point */
+    npy_intp skip_numbers;         /* numbers of the skipped (NULL) results per point */
+    npy_intp stream_bytes;         /* batches of this many result bytes go the Python path (-1: none) */
+    int scalars;                   /* float64, all arguments scalars: Python floats taken as they are */
+    Py_ssize_t par_points;         /* batches of fewer points run on the calling thread alone */
+    Py_ssize_t gil_points;         /* batches of fewer points keep the GIL (shorter than releasing it) */
+    PyObject *structure;           /* int or nested tuple of ints: how results nest */
+} Kernel;
+
+static int read_core(PyObject *shape, Core *c) {
+    PyObject *t = PySequence_Tuple(shape);
+    if (!t) return -1;
+    Py_ssize_t nd = PyTuple_GET_SIZE(t);
+    if (nd > MAX_CORE) { Py_DECREF(t); PyErr_SetString(PyExc_ValueError, "too many core dimensions"); return -1; }
+    c->nd = (int)nd;
+    c->size = 1;
+    for (Py_ssize_t k = 0; k < nd; ++k) {
+        npy_intp d = PyLong_AsSsize_t(PyTuple_GET_ITEM(t, k));
+        if (d < 0) { Py_DECREF(t); if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "negative dimension"); return -1; }
+        c->dims[k] = d;
+        c->size *= d;
+    }
+    Py_DECREF(t);
+    return 0;
+}
+
+static Core *read_cores(PyObject *shapes, int *count) {
+    PyObject *t = PySequence_Tuple(shapes);
+    if (!t) return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(t);
+    Core *c = PyMem_Calloc((size_t)(n ? n : 1), sizeof(Core));
+    if (!c) { Py_DECREF(t); PyErr_NoMemory(); return NULL; }
+    for (Py_ssize_t k = 0; k < n; ++k)
+        if (read_core(PyTuple_GET_ITEM(t, k), &c[k]) < 0) { PyMem_Free(c); Py_DECREF(t); return NULL; }
+    *count = (int)n;
+    Py_DECREF(t);
+    return c;
+}
+
+static void kernel_dealloc(Kernel *k) {
+    PyMem_Free(k->args);
+    PyMem_Free(k->res);
+    Py_XDECREF(k->structure);
+    Py_TYPE(k)->tp_free((PyObject *)k);
+}
+
+static PyObject *kernel_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+    /* Kernel(address of K_call, dtype char 'd'/'f', argument core shapes, result core shapes,
+     *        skipped leading results (their sizes: passed as NULL), structure, stream_bytes or -1) */
+    PyObject *addr, *arg_shapes, *res_shapes, *skipped, *structure;
+    int code;
+    Py_ssize_t stream;
+    static char *names[] = {"call", "dtype", "args", "results", "skip", "structure", "stream_bytes", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OCOOOOn", names, &addr, &code, &arg_shapes, &res_shapes,
+                                     &skipped, &structure, &stream))
+        return NULL;
+    call_fn fn = (call_fn)PyLong_AsVoidPtr(addr);
+    if (!fn) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "null entry point");
+        return NULL;
+    }
+    if (code != 'd' && code != 'f') { PyErr_SetString(PyExc_ValueError, "dtype must be 'd' or 'f'"); return NULL; }
+    Kernel *k = (Kernel *)type->tp_alloc(type, 0);
+    if (!k) return NULL;
+    k->fn = fn;
+    k->typenum = code == 'd' ? NPY_DOUBLE : NPY_FLOAT;
+    k->itemsize = code == 'd' ? 8 : 4;
+    if (!(k->args = read_cores(arg_shapes, &k->nargs)) || !(k->res = read_cores(res_shapes, &k->nres))) {
+        Py_DECREF(k);
+        return NULL;
+    }
+    PyObject *sk = PySequence_Tuple(skipped);
+    if (!sk) { Py_DECREF(k); return NULL; }
+    k->nskip = (int)PyTuple_GET_SIZE(sk);
+    k->skip_numbers = 0;
+    for (int s = 0; s < k->nskip; ++s) k->skip_numbers += PyLong_AsSsize_t(PyTuple_GET_ITEM(sk, s));
+    Py_DECREF(sk);
+    if (PyErr_Occurred() || k->nskip > STACK_PTRS) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "too many skipped results");
+        Py_DECREF(k);
+        return NULL;
+    }
+    k->res_numbers = 0;
+    for (int r = 0; r < k->nres; ++r) k->res_numbers += k->res[r].size;
+    k->stream_bytes = stream;
+    k->par_points = 1;
+    k->gil_points = 0;
+    k->scalars = code == 'd';
+    for (int a = 0; a < k->nargs; ++a) k->scalars &= k->args[a].nd == 0;
+    Py_INCREF(structure);
+    k->structure = structure;
+    return (PyObject *)k;
+}
+
+static PyObject *kernel_run(Kernel *k, PyObject *args) {
+    /* run(n, mode, inputs, results): the Python path's kernel call, on C-contiguous arrays
+     * (calling.Plan has checked them); the skipped results are passed as NULL */
+    Py_ssize_t n;
+    int mode;
+    PyObject *ins, *outs;
+    if (!PyArg_ParseTuple(args, "niOO", &n, &mode, &ins, &outs)) return NULL;
+    PyObject *fi = PySequence_Fast(ins, "inputs"), *fo = fi ? PySequence_Fast(outs, "results") : NULL;
+    if (!fo) { Py_XDECREF(fi); return NULL; }
+    Py_ssize_t ni = PySequence_Fast_GET_SIZE(fi), no = PySequence_Fast_GET_SIZE(fo);
+    PyObject *result = NULL;
+    void **p = NULL;
+    if (ni != k->nargs || no != k->nres) {
+        PyErr_Format(PyExc_ValueError, "run takes %d inputs and %d results", k->nargs, k->nres);
+        goto done;
+    }
+    if (no == 0) {
+        PyErr_SetString(PyExc_ValueError, "a kernel has results");
+        goto done;
+    }
+    p = PyMem_Malloc(sizeof(void *) * (size_t)(ni + no + k->nskip + 1));
+    if (!p) { PyErr_NoMemory(); goto done; }
+    Py_ssize_t j = 0;
+    for (Py_ssize_t i = 0; i < ni + no; ++i) {
+        PyObject *a = i < ni ? PySequence_Fast_GET_ITEM(fi, i) : PySequence_Fast_GET_ITEM(fo, i - ni);
+        if (!PyArray_Check(a) || PyArray_TYPE((PyArrayObject *)a) != k->typenum ||
+            !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)a) || !PyArray_ISALIGNED((PyArrayObject *)a) ||
+            (i >= ni && !PyArray_ISWRITEABLE((PyArrayObject *)a))) {
+            PyErr_SetString(PyExc_TypeError, "run takes aligned C-contiguous arrays of the kernel's dtype");
+            goto done;
+        }
+        if (i == ni) for (int s = 0; s < k->nskip; ++s) p[j++] = NULL;
+        p[j++] = PyArray_DATA((PyArrayObject *)a);
+    }
+    if (forked) mode |= SERIAL;
+    if (n < k->gil_points) {
+        k->fn((int64_t)n, mode, p);
+    } else {
+        Py_BEGIN_ALLOW_THREADS
+        k->fn((int64_t)n, mode, p);
+        Py_END_ALLOW_THREADS
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    PyMem_Free(p);
+    Py_DECREF(fi);
+    Py_DECREF(fo);
+    return result;
+}
+
+static PyMemberDef kernel_members[] = {
+    {"par_points", T_PYSSIZET, offsetof(Kernel, par_points), 0,
+     "batches of fewer points run on the calling thread alone (the fast path; run() takes its mode)"},
+    {"gil_points", T_PYSSIZET, offsetof(Kernel, gil_points), 0,
+     "batches of fewer points keep the GIL: they take less time than releasing and taking it"},
+    {NULL}
+};
+
+static PyMethodDef kernel_methods[] = {
+    {"run", (PyCFunction)kernel_run, METH_VARARGS, "run(n, mode, inputs, results): one kernel call"},
+    {NULL}
+};
+
+static PyTypeObject KernelType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "symgrad._native.Kernel",
+    .tp_basicsize = sizeof(Kernel),
+    .tp_dealloc = (destructor)kernel_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "One kernel's K_call entry point and the shapes it takes and returns.",
+    .tp_methods = kernel_methods,
+    .tp_members = kernel_members,
+    .tp_new = kernel_new,
+};
+
+/* ---- the fast call ------------------------------------------------------------------------ */
+static PyObject NOT_HANDLED_OBJ;  /* a marker, never returned to Python */
+#define NOT_HANDLED (&NOT_HANDLED_OBJ)
+
+/* results nested as ``structure`` says (ints index ``flat``) */
+static PyObject *nest(PyObject *structure, PyObject **flat, int count) {
+    if (PyLong_Check(structure)) {
+        Py_ssize_t i = PyLong_AsSsize_t(structure);
+        if (i < 0 || i >= count) { if (!PyErr_Occurred()) PyErr_SetString(PyExc_SystemError, "bad structure"); return NULL; }
+        Py_INCREF(flat[i]);
+        return flat[i];
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(structure);
+    PyObject *t = PyTuple_New(n);
+    if (!t) return NULL;
+    for (Py_ssize_t k = 0; k < n; ++k) {
+        PyObject *item = nest(PyTuple_GET_ITEM(structure, k), flat, count);
+        if (!item) { Py_DECREF(t); return NULL; }
+        PyTuple_SET_ITEM(t, k, item);
+    }
+    return t;
+}
+
+/* out= flattened as ``structure`` says into ``flat`` (borrowed); 0 where it does not fit */
+static int flatten(PyObject *structure, PyObject *value, PyObject **flat, int count) {
+    if (PyLong_Check(structure)) {
+        Py_ssize_t i = PyLong_AsSsize_t(structure);
+        if (i < 0 || i >= count) { PyErr_Clear(); return 0; }
+        flat[i] = value;
+        return 1;
+    }
+    if (!PyTuple_CheckExact(value) && !PyList_CheckExact(value)) return 0;
+    Py_ssize_t n = PyTuple_GET_SIZE(structure);
+    if (PySequence_Fast_GET_SIZE(value) != n) return 0;
+    for (Py_ssize_t k = 0; k < n; ++k)
+        if (!flatten(PyTuple_GET_ITEM(structure, k), PySequence_Fast_GET_ITEM(value, k), flat, count)) return 0;
+    return 1;
+}
+
+static int overlaps(PyArrayObject *a, PyArrayObject *b) {
+    char *pa = PyArray_BYTES(a), *pb = PyArray_BYTES(b);
+    npy_intp na = PyArray_NBYTES(a), nb = PyArray_NBYTES(b);
+    return na && nb && pa < pb + nb && pb < pa + na;
+}
+
+static PyObject *scalar_call(Kernel *k, PyObject *const *argv) {
+    double in[STACK_PTRS], buf[STACK_NUMBERS];
+    void *p[STACK_PTRS * 3];
+    npy_intp total = k->skip_numbers + k->res_numbers;
+    if (k->nargs > STACK_PTRS || k->nres > STACK_PTRS || total > STACK_NUMBERS) return NOT_HANDLED;
+    for (int a = 0; a < k->nargs; ++a) {
+        PyObject *x = argv[a];
+        if (PyFloat_Check(x) && (PyFloat_CheckExact(x) || Py_TYPE(x) == &PyDoubleArrType_Type)) {
+            in[a] = PyFloat_AS_DOUBLE(x);
+        } else if (PyLong_CheckExact(x)) {
+            in[a] = PyLong_AsDouble(x);
+            if (in[a] == -1.0 && PyErr_Occurred()) { PyErr_Clear(); return NOT_HANDLED; }
+        } else {
+            return NOT_HANDLED;
+        }
+        p[a] = &in[a];
+    }
+    int j = k->nargs;
+    for (int s = 0; s < k->nskip; ++s) p[j++] = NULL;
+    npy_intp off = 0;
+    for (int r = 0; r < k->nres; ++r) {
+        p[j++] = buf + off;
+        off += k->res[r].size;
+    }
+    if (k->gil_points > 1) {
+        k->fn(1, SERIAL, p);
+    } else {
+        Py_BEGIN_ALLOW_THREADS
+        k->fn(1, SERIAL, p);
+        Py_END_ALLOW_THREADS
+    }
+    PyObject *flat[STACK_PTRS];
+    off = 0;
+    for (int r = 0; r < k->nres; ++r) {
+        Core *c = &k->res[r];
+        if (c->nd == 0) {
+            flat[r] = PyArrayScalar_New(Double);
+            if (flat[r]) PyArrayScalar_ASSIGN(flat[r], Double, buf[off]);
+        } else {
+            flat[r] = PyArray_SimpleNew(c->nd, c->dims, NPY_DOUBLE);
+            if (flat[r]) memcpy(PyArray_DATA((PyArrayObject *)flat[r]), buf + off, (size_t)c->size * sizeof(double));
+        }
+        if (!flat[r]) { for (int q = 0; q < r; ++q) Py_DECREF(flat[q]); return NULL; }
+        off += c->size;
+    }
+    PyObject *res = nest(k->structure, flat, k->nres);
+    for (int r = 0; r < k->nres; ++r) Py_DECREF(flat[r]);
+    return res;
+}
+
+/* The call as the kernel takes it, or NOT_HANDLED (nothing done: the Python path takes it). */
+static PyObject *fast_call(Kernel *k, PyObject *const *argv, Py_ssize_t nargs, PyObject *out) {
+    if (nargs != k->nargs || k->nargs > STACK_PTRS || k->nres > STACK_PTRS) return NOT_HANDLED;
+    if (out == NULL && k->scalars) {
+        PyObject *r = scalar_call(k, argv);
+        if (r != NOT_HANDLED) return r;
+    }
+    PyArrayObject *ins[STACK_PTRS], *outs[STACK_PTRS];
+    int bnd = -1;
+    npy_intp *batch = NULL, n = 1;
+    for (int a = 0; a < k->nargs; ++a) {
+        if (!PyArray_CheckExact(argv[a])) return NOT_HANDLED;
+        PyArrayObject *x = (PyArrayObject *)argv[a];
+        Core *c = &k->args[a];
+        int nd = PyArray_NDIM(x);
+        if (PyArray_TYPE(x) != k->typenum || !PyArray_ISNOTSWAPPED(x) || !PyArray_IS_C_CONTIGUOUS(x) ||
+            !PyArray_ISALIGNED(x) || nd < c->nd)
+            return NOT_HANDLED;
+        npy_intp *dims = PyArray_DIMS(x);
+        for (int d = 0; d < c->nd; ++d)
+            if (dims[nd - c->nd + d] != c->dims[d]) return NOT_HANDLED;
+        if (bnd < 0) {
+            bnd = nd - c->nd;
+            batch = dims;
+            for (int d = 0; d < bnd; ++d) n *= dims[d];
+        } else {
+            if (nd - c->nd != bnd) return NOT_HANDLED;
+            for (int d = 0; d < bnd; ++d)
+                if (dims[d] != batch[d]) return NOT_HANDLED;
+        }
+        ins[a] = x;
+    }
+    if (bnd < 0) bnd = 0;          /* a kernel of no arguments: one point */
+    if (n == 0 || (k->stream_bytes >= 0 && n * k->res_numbers * k->itemsize >= k->stream_bytes))
+        return NOT_HANDLED;
+    npy_intp shape[NPY_MAXDIMS];
+    for (int d = 0; d < bnd; ++d) shape[d] = batch[d];
+    if (out != NULL) {
+        PyObject *flat[STACK_PTRS];
+        if (!flatten(k->structure, out, flat, k->nres)) return NOT_HANDLED;
+        for (int r = 0; r < k->nres; ++r) {
+            if (!PyArray_CheckExact(flat[r])) return NOT_HANDLED;
+            PyArrayObject *o = (PyArrayObject *)flat[r];
+            Core *c = &k->res[r];
+            if (PyArray_TYPE(o) != k->typenum || !PyArray_ISNOTSWAPPED(o) || !PyArray_IS_C_CONTIGUOUS(o) ||
+                !PyArray_ISALIGNED(o) || !PyArray_ISWRITEABLE(o) || PyArray_NDIM(o) != bnd + c->nd)
+                return NOT_HANDLED;
+            npy_intp *dims = PyArray_DIMS(o);
+            for (int d = 0; d < bnd; ++d) if (dims[d] != batch[d]) return NOT_HANDLED;
+            for (int d = 0; d < c->nd; ++d) if (dims[bnd + d] != c->dims[d]) return NOT_HANDLED;
+            for (int q = 0; q < r; ++q) if (overlaps(o, outs[q])) return NOT_HANDLED;
+            for (int a = 0; a < k->nargs; ++a) if (overlaps(o, ins[a])) return NOT_HANDLED;
+            outs[r] = o;
+        }
+    } else {
+        for (int r = 0; r < k->nres; ++r) {
+            Core *c = &k->res[r];
+            if (bnd + c->nd > NPY_MAXDIMS) {
+                for (int q = 0; q < r; ++q) Py_DECREF(outs[q]);
+                return NOT_HANDLED;
+            }
+            for (int d = 0; d < c->nd; ++d) shape[bnd + d] = c->dims[d];
+            outs[r] = (PyArrayObject *)PyArray_SimpleNew(bnd + c->nd, shape, k->typenum);
+            if (!outs[r]) { for (int q = 0; q < r; ++q) Py_DECREF(outs[q]); return NULL; }
+        }
+    }
+    void *p[STACK_PTRS * 3];
+    int j = 0;
+    for (int a = 0; a < k->nargs; ++a) p[j++] = PyArray_DATA(ins[a]);
+    for (int s = 0; s < k->nskip; ++s) p[j++] = NULL;
+    for (int r = 0; r < k->nres; ++r) p[j++] = PyArray_DATA(outs[r]);
+    int mode = forked || n < k->par_points ? SERIAL : 0;
+    if (n < k->gil_points) {
+        k->fn((int64_t)n, mode, p);
+    } else {
+        Py_BEGIN_ALLOW_THREADS
+        k->fn((int64_t)n, mode, p);
+        Py_END_ALLOW_THREADS
+    }
+    if (out != NULL) {
+        Py_INCREF(out);
+        return out;
+    }
+    PyObject *flat[STACK_PTRS];
+    for (int r = 0; r < k->nres; ++r) {
+        flat[r] = PyArray_Return(outs[r]);  /* a 0-d result becomes a numpy scalar, as r[()] */
+        if (!flat[r]) { for (int q = r + 1; q < k->nres; ++q) Py_DECREF(outs[q]); for (int q = 0; q < r; ++q) Py_DECREF(flat[q]); return NULL; }
+    }
+    PyObject *res = nest(k->structure, flat, k->nres);
+    for (int r = 0; r < k->nres; ++r) Py_DECREF(flat[r]);
+    return res;
+}
+
+/* ---- Callable: the base type of symgrad.Function ------------------------------------------- */
+typedef struct {
+    PyObject_HEAD
+    PyObject *fast;                /* a Kernel, once the Function's calls may take the fast path */
+} Callable;
+
+static PyObject *str_call, *str_out;
+
+static PyObject *callable_call(Callable *self, PyObject *args, PyObject *kw) {
+    PyObject *fast = self->fast;
+    if (fast != NULL && Py_TYPE(fast) == &KernelType) {
+        PyObject *out = NULL;
+        int ok = 1;
+        if (kw != NULL && PyDict_GET_SIZE(kw)) {
+            out = PyDict_GetItemWithError(kw, str_out);
+            ok = PyDict_GET_SIZE(kw) == 1 && out != NULL;
+            if (out == Py_None) out = NULL;
+        }
+        if (ok) {
+            Py_INCREF(fast);       /* a call from another thread may replace it */
+            PyObject *r = fast_call((Kernel *)fast, &PyTuple_GET_ITEM(args, 0), PyTuple_GET_SIZE(args), out);
+            Py_DECREF(fast);
+            if (r != NOT_HANDLED) return r;
+        } else if (PyErr_Occurred()) {
+            return NULL;
+        }
+    }
+    PyObject *m = PyObject_GetAttr((PyObject *)self, str_call);
+    if (!m) return NULL;
+    PyObject *r = PyObject_Call(m, args, kw);
+    Py_DECREF(m);
+    return r;
+}
+
+static int callable_traverse(Callable *self, visitproc visit, void *arg) {
+    Py_VISIT(self->fast);
+    Py_VISIT(Py_TYPE(self));
+    return 0;
+}
+
+static int callable_clear(Callable *self) {
+    Py_CLEAR(self->fast);
+    return 0;
+}
+
+static void callable_dealloc(Callable *self) {
+    PyObject_GC_UnTrack(self);
+    callable_clear(self);
+    PyTypeObject *tp = Py_TYPE(self);
+    tp->tp_free((PyObject *)self);
+}
+
+static PyMemberDef callable_members[] = {
+    {"_fast", T_OBJECT, offsetof(Callable, fast), 0, "the Kernel that takes calls in C, or None"},
+    {NULL}
+};
+
+static PyTypeObject CallableType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "symgrad._native.Callable",
+    .tp_basicsize = sizeof(Callable),
+    .tp_dealloc = (destructor)callable_dealloc,
+    .tp_call = (ternaryfunc)callable_call,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "Calls that the kernel takes as they are run in C; the rest go to self._call.",
+    .tp_traverse = (traverseproc)callable_traverse,
+    .tp_clear = (inquiry)callable_clear,
+    .tp_members = callable_members,
+    .tp_new = PyType_GenericNew,
+};
+
+static PyMethodDef module_methods[] = {
+    {"open", lib_open, METH_O, "open(path) -> handle: dlopen a kernel library (OSError with dlerror's message)"},
+    {"symbol", lib_symbol, METH_VARARGS, "symbol(handle, name) -> address, 0 where absent"},
+    {"string", lib_string, METH_O, "string(address of a const char *f(void)) -> str"},
+    {"integer", lib_integer, METH_O, "integer(address of an int f(void)) -> int"},
+    {"set_data", lib_set_data, METH_VARARGS, "set_data(address of K_data, arrays)"},
+    {NULL}
+};
+
+static struct PyModuleDef moduledef = {
+    PyModuleDef_HEAD_INIT, "_native", "symgrad's kernel loader and C call path.", -1, module_methods,
+};
+
+PyMODINIT_FUNC PyInit__native(void) {
+    import_array();
+    if (PyType_Ready(&KernelType) < 0 || PyType_Ready(&CallableType) < 0) return NULL;
+    str_call = PyUnicode_InternFromString("_call");
+    str_out = PyUnicode_InternFromString("out");
+    if (!str_call || !str_out) return NULL;
+    pthread_atfork(NULL, NULL, after_fork);
+    PyObject *m = PyModule_Create(&moduledef);
+    if (!m) return NULL;
+    Py_INCREF(&KernelType);
+    Py_INCREF(&CallableType);
+    if (PyModule_AddObject(m, "Kernel", (PyObject *)&KernelType) < 0 ||
+        PyModule_AddObject(m, "Callable", (PyObject *)&CallableType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

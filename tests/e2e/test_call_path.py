@@ -1,0 +1,175 @@
+"""The two call paths give the same results: calls the kernel takes as they are run in C
+(csrc/symgrad_call.c); every other form (strided, other dtypes, byte order, subclasses,
+broadcasting, misaligned, out= that is strided, overlapping or read-only) goes through the
+Python path. Each refusal is checked against a closed form: a form the C path took when it
+should not would read or write the wrong memory and fail here."""
+import math
+import threading
+
+import numpy as np
+import pytest
+
+import symgrad
+
+
+def h(x, v):
+    return x * v[0] ** 2 + math.sin(x) * v[1] - v[2] / (1 + x * x)
+
+
+H = symgrad.compile(h, [(), (3,)])
+
+
+def closed_value(x, v):
+    x, v = np.asarray(x, np.float64), np.asarray(v, np.float64)
+    return x * v[..., 0] ** 2 + np.sin(x) * v[..., 1] - v[..., 2] / (1 + x * x)
+
+
+def closed_grad(x, v):
+    x, v = np.asarray(x, np.float64), np.asarray(v, np.float64)
+    gx = v[..., 0] ** 2 + np.cos(x) * v[..., 1] + v[..., 2] * 2 * x / (1 + x * x) ** 2
+    gv = np.stack(np.broadcast_arrays(2 * x * v[..., 0], np.sin(x), -1 / (1 + x * x)), axis=-1)
+    return gx, gv
+
+
+RNG = np.random.default_rng(7)
+X = RNG.uniform(-2, 2, 6)
+V = RNG.uniform(-2, 2, (6, 3))
+
+
+def _big_endian(a):
+    return a.astype(a.dtype.newbyteorder(">"))
+
+
+def _misaligned(a):
+    buf = np.zeros(a.nbytes + 1, np.uint8)
+    m = buf[1:].view(np.float64).reshape(a.shape)
+    m[...] = a
+    assert not m.flags.aligned
+    return m
+
+
+class Tagged(np.ndarray):
+    pass
+
+
+# (name, x as passed, v as passed): each a form the C path refuses, beside the plain one it takes
+FORMS = [
+    ("contiguous float64", X, V),
+    ("strided x", np.repeat(X, 2)[::2], V),
+    ("Fortran-order v", X, np.asfortranarray(V)),
+    ("float32 arrays", X.astype(np.float32), V.astype(np.float32)),
+    ("int arrays", np.arange(6) - 3, np.arange(18).reshape(6, 3) % 5 - 2),
+    ("big-endian", _big_endian(X), _big_endian(V)),
+    ("misaligned", _misaligned(X), _misaligned(V)),
+    ("subclass", X.view(Tagged), V.view(Tagged)),
+    ("lists", list(X), V.tolist()),
+    ("broadcast v", X, V[0]),
+    ("broadcast x", X[:, None], V[None, :2]),
+    ("scalar x with an array v", 0.75, V),
+    ("0-d arrays", np.float64(0.75), np.asarray(V[0])),
+]
+
+
+@pytest.mark.parametrize("name, x, v", FORMS, ids=[f[0] for f in FORMS])
+def test_each_form_of_the_arguments_gives_the_closed_form(name, x, v):
+    ref_v = closed_value(x, v)
+    ref_gx, ref_gv = closed_grad(x, v)
+    val = H(x, v)
+    gx, gv = H.grad(x, v)
+    np.testing.assert_allclose(val, ref_v, rtol=1e-13, atol=1e-14)
+    np.testing.assert_allclose(gx, ref_gx, rtol=1e-13, atol=1e-14)
+    np.testing.assert_allclose(gv, ref_gv, rtol=1e-13, atol=1e-14)
+    assert np.shape(val) == np.shape(ref_v) and np.shape(gv) == np.shape(ref_gv)
+    # and bit for bit what the plain contiguous float64 call gives for the same numbers
+    xs, vs = np.broadcast_arrays(np.asarray(x, np.float64), np.asarray(v, np.float64)[..., 0])
+    plain = H.grad(np.array(xs), np.array(np.broadcast_to(np.asarray(v, np.float64), xs.shape + (3,))))
+    np.testing.assert_array_equal(gx, plain[0])
+    np.testing.assert_array_equal(gv, plain[1])
+
+
+def test_scalar_calls_return_numpy_scalars_of_the_closed_form():
+    G = symgrad.compile(lambda x: x ** 3 - 2 * x).grad
+    for x in (3.0, 3, np.float64(3.0), True, 2 ** 60):
+        r = G(x)
+        assert type(r) is np.float64, (x, type(r))
+        assert r == 3 * float(x) ** 2 - 2, x
+    assert G(-0.0) == -2.0
+
+
+@pytest.mark.parametrize("form", ["contiguous", "strided", "list"])
+def test_out_arrays_of_each_form_are_filled(form):
+    gx = np.empty(6)
+    gv = np.full((6, 6), np.nan)[:, ::2] if form == "strided" else np.empty((6, 3))
+    out = [gx, gv] if form == "list" else (gx, gv)
+    res = H.grad(X, V, out=out)
+    assert res is out
+    ref_gx, ref_gv = closed_grad(X, V)
+    np.testing.assert_allclose(gx, ref_gx, rtol=1e-13)
+    np.testing.assert_allclose(gv, ref_gv, rtol=1e-13)
+
+
+def test_out_overlapping_an_input_gets_the_results_of_the_inputs_as_they_were():
+    F = symgrad.compile(lambda x: x * x + 1.0)
+    x = np.linspace(-1, 1, 9)
+    ref = x * x + 1.0
+    F(x, out=x)
+    np.testing.assert_array_equal(x, ref)
+    buf = np.arange(10.0)
+    F(buf[1:], out=buf[:-1])  # shifted overlap
+    np.testing.assert_array_equal(buf[:-1], np.arange(1.0, 10.0) ** 2 + 1)
+
+
+def test_out_arrays_that_cannot_take_the_results_raise_as_before():
+    with pytest.raises(TypeError, match="out= array has dtype float32, expected float64"):
+        H.grad(X, V, out=(np.empty(6, np.float32), np.empty((6, 3))))
+    ro = np.empty(6)
+    ro.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        H.grad(X, V, out=(ro, np.empty((6, 3))))
+    with pytest.raises(ValueError, match=r"out= array has shape \(5,\), expected \(6,\)"):
+        H.grad(X, V, out=(np.empty(5), np.empty((6, 3))))
+    both = np.empty(24)
+    with pytest.raises(ValueError, match="overlap in memory"):
+        H.grad(X, V, out=(both[:6], both[:18].reshape(6, 3)))
+    with pytest.raises(TypeError, match="out= must have the structure"):
+        H.grad(X, V, out=np.empty(6))
+
+
+def test_argument_errors_are_the_python_paths():
+    with pytest.raises(ValueError, match=r"argument 'v' must have trailing \(core\) shape \(3,\)"):
+        H(X, V[:, :2])
+    with pytest.raises(TypeError, match=r"takes 2 argument\(s\) \(x, v\), got 1"):
+        H(X)
+    with pytest.raises(TypeError, match="complex"):
+        H(X + 0j, V)
+    with pytest.raises(ValueError, match="do not broadcast"):
+        H(X, V[:5])
+
+
+def test_threads_calling_at_once_each_get_their_own_results():
+    G = H.grad
+    ref = closed_grad(X, V)
+    errors = []
+
+    def work(k):
+        for i in range(300):
+            j = (i + k) % 6
+            gx, gv = G(X[j], V[j])
+            if abs(gx - ref[0][j]) > 1e-12 * max(1, abs(ref[0][j])):
+                errors.append((k, i))
+            bx, bv = G(X, V)
+            if not np.allclose(bx, ref[0], rtol=1e-13):
+                errors.append((k, i, "batch"))
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+
+
+def test_empty_and_large_batches_take_the_python_path_with_the_same_results():
+    F = symgrad.compile(lambda x: math.exp(-x) * x)
+    assert F(np.empty(0)).shape == (0,)
+    x = np.linspace(0, 5, 300_001)  # past stream_bytes: the store modes
+    np.testing.assert_allclose(F(x), np.exp(-x) * x, rtol=1e-15)
