@@ -25,7 +25,6 @@ typedef const char *(*string_fn)(void);
 typedef void (*data_fn)(const void *const *p);
 
 #define SERIAL 4                 /* mode bit: on the calling thread alone (calling.SERIAL) */
-#define MAX_CORE 8               /* core dimensions of one argument or result kept here */
 #define STACK_PTRS 32
 #define STACK_NUMBERS 256
 
@@ -109,7 +108,7 @@ static PyObject *lib_set_data(PyObject *self, PyObject *args) {
 /* ---- Kernel ------------------------------------------------------------------------------ */
 typedef struct {
     int nd;
-    npy_intp dims[MAX_CORE];
+    npy_intp dims[NPY_MAXDIMS];
     npy_intp size;
 } Core;
 
@@ -132,7 +131,11 @@ static int read_core(PyObject *shape, Core *c) {
     PyObject *t = PySequence_Tuple(shape);
     if (!t) return -1;
     Py_ssize_t nd = PyTuple_GET_SIZE(t);
-    if (nd > MAX_CORE) { Py_DECREF(t); PyErr_SetString(PyExc_ValueError, "too many core dimensions"); return -1; }
+    if (nd > NPY_MAXDIMS) {
+        Py_DECREF(t);
+        PyErr_Format(PyExc_ValueError, "%zd core dimensions: numpy arrays have at most %d", nd, NPY_MAXDIMS);
+        return -1;
+    }
     c->nd = (int)nd;
     c->size = 1;
     for (Py_ssize_t k = 0; k < nd; ++k) {
@@ -213,6 +216,17 @@ static PyObject *kernel_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     return (PyObject *)k;
 }
 
+/* One call of the kernel: with the GIL released unless it is shorter than releasing it. */
+static void call(Kernel *k, int64_t n, int mode, void *const *p) {
+    if (n < k->gil_points) {
+        k->fn(n, mode, p);
+    } else {
+        Py_BEGIN_ALLOW_THREADS
+        k->fn(n, mode, p);
+        Py_END_ALLOW_THREADS
+    }
+}
+
 static PyObject *kernel_run(Kernel *k, PyObject *args) {
     /* run(n, mode, inputs, results): the Python path's kernel call, on C-contiguous arrays
      * (calling.Plan has checked them); the skipped results are passed as NULL */
@@ -248,13 +262,7 @@ static PyObject *kernel_run(Kernel *k, PyObject *args) {
         p[j++] = PyArray_DATA((PyArrayObject *)a);
     }
     if (forked) mode |= SERIAL;
-    if (n < k->gil_points) {
-        k->fn((int64_t)n, mode, p);
-    } else {
-        Py_BEGIN_ALLOW_THREADS
-        k->fn((int64_t)n, mode, p);
-        Py_END_ALLOW_THREADS
-    }
+    call(k, (int64_t)n, mode, p);
     result = Py_None;
     Py_INCREF(result);
 done:
@@ -358,13 +366,7 @@ static PyObject *scalar_call(Kernel *k, PyObject *const *argv) {
         p[j++] = buf + off;
         off += k->res[r].size;
     }
-    if (k->gil_points > 1) {
-        k->fn(1, SERIAL, p);
-    } else {
-        Py_BEGIN_ALLOW_THREADS
-        k->fn(1, SERIAL, p);
-        Py_END_ALLOW_THREADS
-    }
+    call(k, 1, SERIAL, p);
     PyObject *flat[STACK_PTRS];
     off = 0;
     for (int r = 0; r < k->nres; ++r) {
@@ -438,6 +440,8 @@ static PyObject *fast_call(Kernel *k, PyObject *const *argv, Py_ssize_t nargs, P
             for (int a = 0; a < k->nargs; ++a) if (overlaps(o, ins[a])) return NOT_HANDLED;
             outs[r] = o;
         }
+        /* held while the GIL is released: another thread may drop them from a list given as out= */
+        for (int r = 0; r < k->nres; ++r) Py_INCREF(outs[r]);
     } else {
         for (int r = 0; r < k->nres; ++r) {
             Core *c = &k->res[r];
@@ -455,15 +459,9 @@ static PyObject *fast_call(Kernel *k, PyObject *const *argv, Py_ssize_t nargs, P
     for (int a = 0; a < k->nargs; ++a) p[j++] = PyArray_DATA(ins[a]);
     for (int s = 0; s < k->nskip; ++s) p[j++] = NULL;
     for (int r = 0; r < k->nres; ++r) p[j++] = PyArray_DATA(outs[r]);
-    int mode = forked || n < k->par_points ? SERIAL : 0;
-    if (n < k->gil_points) {
-        k->fn((int64_t)n, mode, p);
-    } else {
-        Py_BEGIN_ALLOW_THREADS
-        k->fn((int64_t)n, mode, p);
-        Py_END_ALLOW_THREADS
-    }
+    call(k, (int64_t)n, forked || n < k->par_points ? SERIAL : 0, p);
     if (out != NULL) {
+        for (int r = 0; r < k->nres; ++r) Py_DECREF(outs[r]);
         Py_INCREF(out);
         return out;
     }
@@ -512,8 +510,7 @@ static PyObject *callable_call(Callable *self, PyObject *args, PyObject *kw) {
 }
 
 static int callable_traverse(Callable *self, visitproc visit, void *arg) {
-    Py_VISIT(self->fast);
-    Py_VISIT(Py_TYPE(self));
+    Py_VISIT(self->fast);  /* not the type: a heap subclass's traverse visits it already */
     return 0;
 }
 

@@ -92,16 +92,19 @@ class Plan:
         self.kernel = lib.kernel(target.entry(name, "call"), dtype, [core for _, core in args], self.shapes, skip,
                                  structure, stream_bytes if self.stores is not None else None)
         seconds = self._seconds_per_point()
-        self.kernel.par_points = self.par_points = max(2, math.ceil(options.parallel_seconds / seconds))
+        self.kernel.par_points = self.par_points = max(1, math.ceil(options.parallel_seconds / seconds))
         self.kernel.gil_points = math.ceil(options.hold_gil_seconds / seconds)
 
     def _seconds_per_point(self):
         """The kernel's time per point on the calling thread, at zeros: the best of two calls
-        of 1, 8, 64, ... points, up to PROBE_POINTS (and PROBE_BYTES of arrays) or until a
-        call takes PROBE_SECONDS (the first call may fault pages in; Python's share of a
-        call fades as it grows)."""
+        of 1, 8, 64, ... points, up to PROBE_POINTS (and PROBE_BYTES of arrays) or until one
+        call takes PROBE_SECONDS (the first call may fault pages in; Python's share of a call
+        fades as it grows). A kernel whose one point needs more than PROBE_BYTES is not
+        measured: it is slow enough for threads and for releasing the GIL at any size."""
         per_point = self.itemsize * (sum(prod(core) for _, core in self.args) + self.total)
-        cap = max(1, min(PROBE_POINTS, PROBE_BYTES // max(per_point, 1)))
+        cap = min(PROBE_POINTS, PROBE_BYTES // max(per_point, 1))
+        if cap < 1:
+            return math.inf
         ins = [np.zeros((cap,) + core, self.dtype) for _, core in self.args]
         outs = [np.empty((cap,) + s, self.dtype) for s in self.shapes]
         best, n = math.inf, 1
@@ -111,7 +114,9 @@ class Plan:
                 self.kernel.run(n, SERIAL, [x[:n] for x in ins], [o[:n] for o in outs])
                 t = time.perf_counter() - t
                 best = min(best, t / n)
-            if n >= cap or t >= PROBE_SECONDS:
+                if t >= PROBE_SECONDS:
+                    return best
+            if n >= cap:
                 return max(best, 1e-10)
             n = min(cap, n * 8)
 

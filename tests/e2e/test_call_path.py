@@ -173,3 +173,32 @@ def test_empty_and_large_batches_take_the_python_path_with_the_same_results():
     assert F(np.empty(0)).shape == (0,)
     x = np.linspace(0, 5, 300_001)  # past stream_bytes: the store modes
     np.testing.assert_allclose(F(x), np.exp(-x) * x, rtol=1e-15)
+
+
+def test_results_of_more_than_eight_dimensions():
+    """Review find: the C path kept 8 core dimensions and refused to load such a kernel."""
+    M = symgrad.compile(lambda a: a @ a, [(2, 2)])
+    J4 = M.jacobian.jacobian.jacobian.jacobian(np.eye(2))
+    assert J4.shape == (2,) * 10
+    # d^4 (A A) / dA^4 = 0; the first Jacobian, d(AA)_ij/dA_kl = d_ik A_lj + A_ik d_jl, at A = I
+    assert not J4.any()
+    J1 = M.jacobian(np.eye(2))
+    d = np.eye(2)
+    np.testing.assert_array_equal(J1, np.einsum("ik,lj->ijkl", d, d) + np.einsum("ik,jl->ijkl", d, d))
+
+
+def test_a_cycle_through_a_subclass_of_the_base_type_is_collected_without_harm():
+    """Review find: the base type's traverse visited the type as well as the subclass's own
+    traverse did, so the collector could clear a class still in use."""
+    import gc
+
+    from symgrad.library import Callable
+
+    class Sub(Callable):
+        def _call(self, *a):
+            return 1
+    a = Sub()
+    a.me = a
+    del a
+    gc.collect()
+    assert Sub.__mro__[0] is Sub and Sub()() == 1

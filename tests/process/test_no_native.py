@@ -42,3 +42,4 @@ def test_kernels_are_called_through_ctypes_without_the_native_module(tmp_path):
     assert r.lines[3] == "[0.0, 0.0] True"
     assert r.lines[4] == "3.0 float32"
     assert r.lines[5].startswith("TypeError argument 'x' is complex")
+
