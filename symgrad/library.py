@@ -25,7 +25,8 @@ else:
 
 
 class Library:
-    """One opened library file. ``open`` raises OSError with the loader's message."""
+    """One opened library file; opening one that cannot be loaded raises OSError with the
+    loader's message."""
 
     def __init__(self, path):
         self.path = str(path)
