@@ -48,23 +48,22 @@ class Library:
 
     def string(self, name):
         """What ``const char *name(void)`` returns, or None where there is no such function."""
-        address = self.symbol(name)
-        if not address:
-            return None
-        if NATIVE:
-            return _native.string(address)
-        import ctypes
-        return ctypes.CFUNCTYPE(ctypes.c_char_p)(address)().decode()
+        return self._returned(name, "string", lambda ctypes: ctypes.c_char_p, bytes.decode)
 
     def integer(self, name):
         """What ``int name(void)`` returns, or None where there is no such function."""
+        return self._returned(name, "integer", lambda ctypes: ctypes.c_int, int)
+
+    def _returned(self, name, native, restype, convert):
+        """Call ``name(void)``: through _native's function ``native``, or ctypes with the
+        result type ``restype(ctypes)`` converted by ``convert``."""
         address = self.symbol(name)
         if not address:
             return None
         if NATIVE:
-            return _native.integer(address)
+            return getattr(_native, native)(address)
         import ctypes
-        return ctypes.CFUNCTYPE(ctypes.c_int)(address)()
+        return convert(ctypes.CFUNCTYPE(restype(ctypes))(address)())
 
     def set_data(self, name, arrays):
         """Call ``void name(const void *const *p)`` with the addresses of C-contiguous ``arrays``."""
