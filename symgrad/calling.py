@@ -17,7 +17,7 @@ from .render.target import TARGETS
 CHUNK_BYTES = 1 << 20
 SERIAL = 4  # batch mode bit: run on the calling thread alone
 # How a kernel's time per point is measured when it is loaded (Plan._seconds_per_point).
-PROBE_POINTS, PROBE_BYTES, PROBE_SECONDS = 4096, 4 << 20, 20e-6
+PROBE_POINTS, PROBE_BYTES, PROBE_SECONDS, SLOW_SECONDS = 4096, 4 << 20, 20e-6, 1e-3
 
 
 class _Fork:
@@ -96,28 +96,34 @@ class Plan:
         self.kernel.gil_points = math.ceil(options.hold_gil_seconds / seconds)
 
     def _seconds_per_point(self):
-        """The kernel's time per point on the calling thread, at zeros: the best of two calls
-        of 1, 8, 64, ... points, up to PROBE_POINTS (and PROBE_BYTES of arrays) or until one
-        call takes PROBE_SECONDS (the first call may fault pages in; Python's share of a call
-        fades as it grows). A kernel whose one point needs more than PROBE_BYTES is not
-        measured: it is slow enough for threads and for releasing the GIL at any size."""
+        """The kernel's time per point on the calling thread, at zeros: after one untimed call
+        of one point (the first call of a library binds its symbols and faults pages in: tens
+        of microseconds, which made a 100 ns kernel look slow enough for threads), the best of
+        two calls of 1, 8, 64, ... points, up to PROBE_POINTS (and PROBE_BYTES of arrays) or
+        until a size takes PROBE_SECONDS (Python's share of a call fades as it grows). A
+        kernel whose one point needs more than PROBE_BYTES, or whose first point takes
+        SLOW_SECONDS, is not measured further: it is slow enough for threads and for
+        releasing the GIL at any size."""
         per_point = self.itemsize * (sum(prod(core) for _, core in self.args) + self.total)
         cap = min(PROBE_POINTS, PROBE_BYTES // max(per_point, 1))
         if cap < 1:
             return math.inf
         ins = [np.zeros((cap,) + core, self.dtype) for _, core in self.args]
         outs = [np.empty((cap,) + s, self.dtype) for s in self.shapes]
-        best, n = math.inf, 1
+
+        def seconds(n):
+            t = time.perf_counter()
+            self.kernel.run(n, SERIAL, [x[:n] for x in ins], [o[:n] for o in outs])
+            return time.perf_counter() - t
+
+        first = seconds(1)
+        if first >= SLOW_SECONDS:
+            return first
+        n = 1
         while True:
-            for _ in range(2):
-                t = time.perf_counter()
-                self.kernel.run(n, SERIAL, [x[:n] for x in ins], [o[:n] for o in outs])
-                t = time.perf_counter() - t
-                best = min(best, t / n)
-                if t >= PROBE_SECONDS:
-                    return best
-            if n >= cap:
-                return max(best, 1e-10)
+            t = min(seconds(n), seconds(n))
+            if t >= PROBE_SECONDS or n >= cap:
+                return max(t / n, 1e-10)
             n = min(cap, n * 8)
 
     def __call__(self, args, out, what):

@@ -202,3 +202,14 @@ def test_a_cycle_through_a_subclass_of_the_base_type_is_collected_without_harm()
     del a
     gc.collect()
     assert Sub.__mro__[0] is Sub and Sub()() == 1
+
+
+def test_a_cheap_kernel_is_measured_cheap_from_its_first_call():
+    """When a kernel loads, its time per point decides threads and GIL release; the first call
+    of a new library (binding libm's and libmvec's symbols: tens of microseconds) is not taken
+    as its cost. A one-point call of sin and exp then stays on the calling thread, GIL held."""
+    F = symgrad.compile(lambda x, y: math.sin(x) * math.exp(y) + math.cos(x * y) / math.log1p(y * y))
+    F(0.3, 0.7)
+    plan = F.plan
+    assert plan.par_points >= 16
+    assert plan.kernel.gil_points >= 2
