@@ -128,11 +128,14 @@ def _number(e, b):
 def _node(e, args, b):
     """The node of sympy expression ``e`` whose arguments have nodes ``args``."""
     f = e.func
-    if f is sp.Add or f is sp.Mul:
-        op = "add" if f is sp.Add else "mul"
-        acc = args[0]
-        for a in args[1:]:
-            acc = b.node(op, acc, a)
+    if f is sp.Mul:
+        return _chain(b, "mul", args)
+    if f is sp.Add:  # a term -x (a product with coefficient -1) is subtracted: a + (-x) is a - x exactly
+        pos = [a for a in args if b.nodes[a][0] != "neg"]
+        acc = _chain(b, "add", pos) if pos else b.node("neg", b.nodes[args[0]][1])
+        for a in args:
+            if b.nodes[a][0] == "neg" and (pos or a != args[0]):
+                acc = b.node("sub", acc, b.nodes[a][1])
         return acc
     if f is sp.Pow:
         return b.node("pow", *args)
@@ -159,6 +162,16 @@ def _node(e, args, b):
         return acc
     raise ValueError(f"from_sympy cannot evaluate {f.__name__} (in {e}): write it with functions "
                      "symgrad knows (elementary functions, Piecewise, Min/Max)")
+
+
+def _chain(b, op, args):
+    """args[0] op args[1] op ...; a product with coefficient -1 is a negation (exact)."""
+    if op == "mul" and len(args) > 1 and b.nodes[args[0]] == ("const", "i", -1):
+        return b.node("neg", _chain(b, op, args[1:]))
+    acc = args[0]
+    for a in args[1:]:
+        acc = b.node(op, acc, a)
+    return acc
 
 
 def _record(root, b, memo):

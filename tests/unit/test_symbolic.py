@@ -204,3 +204,15 @@ def test_closed_forms_read_back_as_the_same_function(name):
     back = program_from_sympy(e, [a.symbols[0] for a in sym.args])
     for point in DOMAIN.get(name, POINTS[len(sym.args)]):
         assert same(float(evaluate(back, *point)[0]), float(evaluate(prog, *point)[0])), (name, point)
+
+
+@pytest.mark.parametrize("e, point, want", [
+    (X - Y, (0.1, 0.3), 0.1 - 0.3), (-X - Y, (0.1, 0.3), -0.1 - 0.3), (-X * Y, (0.1, 0.3), -(0.1 * 0.3)),
+    (X - 2 * Y - sp.cos(X), (0.1, 0.3), 0.1 - 2 * 0.3 - math.cos(0.1)),
+])
+def test_from_sympy_subtracts_and_negates(e, point, want):
+    """A term with coefficient -1 is subtracted, a product with it negated (exact: a + (-b) is
+    a - b): no multiplication by -1 is left."""
+    prog = program_from_sympy(e, [X, Y])
+    assert not any(n[0] == "mul" and n[1:2] and prog.nodes[n[1]] == ("const", "i", -1) for n in prog.nodes)
+    assert float(evaluate(prog, *point)[0]) == want
