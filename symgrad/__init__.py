@@ -72,10 +72,11 @@ def from_sympy(exprs, args, *, dtype="float64", name="sympy_f", options=None):
     argument), or a list/Matrix of them (an array argument). Every free symbol of
     ``exprs`` must be in ``args``. ``.grad``, ``.jacobian``, ``.hessian`` work as for
     traced functions; ``symgrad.jacobian(F, argnums=0)`` differentiates by one argument."""
+    from .options import DEFAULT
     from .source import stage
     from .sympy_input import program_from_sympy
     with stage(name, "convert sympy expressions"):  # now: errors surface where they were made
-        prog = program_from_sympy(exprs, args)
+        prog = program_from_sympy(exprs, args, cse_nodes=(options or DEFAULT).sympy_cse_nodes)
     return Function(name, Source(program=prog), dtype, args=tuple((a.name, a.shape) for a in prog.args),
                     options=options)
 

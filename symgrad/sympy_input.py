@@ -50,9 +50,10 @@ def _output_array(exprs):
     return np.array(exprs, dtype=object)
 
 
-def program_from_sympy(exprs, args):
+def program_from_sympy(exprs, args, cse_nodes=0):
     """Program evaluating ``exprs`` as a function of ``args`` (symbols, dynamicsymbols, or
-    lists/Matrices of them for array arguments)."""
+    lists/Matrices of them for array arguments); through sympy's cse where the expressions
+    have at most ``cse_nodes`` distinct subexpressions (Options.sympy_cse_nodes)."""
     if not isinstance(args, (list, tuple)):
         raise TypeError("args must be a list: one entry per argument (a symbol, or a list of symbols)")
     b = Builder()
@@ -82,6 +83,10 @@ def program_from_sympy(exprs, args):
             listed = ", ".join(sorted(map(str, bad))[:8])
             raise ValueError(f"the expressions depend on {listed}, which are not in args: pass them as "
                              "arguments, or substitute numbers first (expr.subs({...}))")
+    if 0 < _distinct(flat, cse_nodes + 1) <= cse_nodes:
+        shared, flat = sp.cse(flat, symbols=sp.numbered_symbols(cls=sp.Dummy))
+        for sym, e in shared:
+            memo[sym] = _record(e, b, memo)
     outs = tuple(_record(e, b, memo) for e in flat)
     return b.program(prog_args, [Output("out", arr.shape, outs)])
 
@@ -172,6 +177,17 @@ def _chain(b, op, args):
     for a in args[1:]:
         acc = b.node(op, acc, a)
     return acc
+
+
+def _distinct(roots, cap):
+    """The number of distinct subexpressions of ``roots``, counted up to ``cap``."""
+    seen, stack = set(), list(roots)
+    while stack and len(seen) < cap:
+        e = stack.pop()
+        if e not in seen:
+            seen.add(e)
+            stack.extend(e.args)
+    return len(seen)
 
 
 def _record(root, b, memo):

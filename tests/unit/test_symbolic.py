@@ -189,8 +189,9 @@ def test_from_sympy_reads_every_function_it_knows(fn):
     (R.Abs(X) + R.Sign(Y) + R.copysign(X, Y) + R.Trunc(-X), (1.5, -2.0), 1.5 - 1 - 1.5 - 1),
     (R.Tanh(X) + R.Sech2(Y), (0.5, -1.0), math.tanh(0.5) + 1 / math.cosh(-1.0) ** 2),
 ])
-def test_from_sympy_reads_conditions_and_numbers(e, point, want):
-    assert float(evaluate(program_from_sympy(e, [X, Y]), *point)[0]) == pytest.approx(want, rel=1e-15)
+@pytest.mark.parametrize("cse", [0, 2500], ids=["plain", "cse"])
+def test_from_sympy_reads_conditions_and_numbers(e, point, want, cse):
+    assert float(evaluate(program_from_sympy(e, [X, Y], cse), *point)[0]) == pytest.approx(want, rel=1e-15)
 
 
 @pytest.mark.parametrize("name", [n for n in VALUED if n not in ("round", "mod", "fmod", "remainder", "floordiv",
@@ -216,3 +217,20 @@ def test_from_sympy_subtracts_and_negates(e, point, want):
     prog = program_from_sympy(e, [X, Y])
     assert not any(n[0] == "mul" and n[1:2] and prog.nodes[n[1]] == ("const", "i", -1) for n in prog.nodes)
     assert float(evaluate(prog, *point)[0]) == want
+
+
+SHARED = [sp.Piecewise((sp.sin(X * Y), X * Y > 1), (sp.cos(X * Y) * Y, sp.And(X * Y > -1, Y < 0)), (X, True))
+          + sp.exp(X * Y) * X * Y, sp.Max(X * Y, X * Y * Y, 1) - 3 * X * Y * sp.sin(X * Y),
+          sp.Min(X * Y * Y, Y) * (X + Y) ** 3 / (1 + X * Y * Y)]
+
+
+@pytest.mark.parametrize("point", [(0.5, -1.5), (2.0, 0.75), (-1.2, 0.3), (0.0, 2.0)])
+def test_from_sympy_through_cse_has_the_values_with_fewer_operations(point):
+    """Options.sympy_cse_nodes: the expressions through sympy's cse (shared products, sums,
+    conditions) have the values of the plain reading, in fewer nodes; above the bound, no cse."""
+    plain, shared = (program_from_sympy(SHARED, [X, Y], n) for n in (0, 2500))
+    want = [complex(e.subs({X: point[0], Y: point[1]}).evalf(30)).real for e in SHARED]
+    for prog in (plain, shared):
+        assert evaluate(prog, *point)[0].tolist() == pytest.approx(want, rel=1e-14)
+    assert len(shared.nodes) < len(plain.nodes)
+    assert program_from_sympy(SHARED, [X, Y], 10).nodes == plain.nodes
