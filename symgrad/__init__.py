@@ -12,8 +12,7 @@ from .source import Source
 from .options import Options
 
 __version__ = "0.1.0"
-__all__ = ["compile", "from_sympy", "grad", "jacobian", "hessian", "value_and_grad", "derivative",
-           "where", "Function", "Options", "TraceError", "CompileError", "CacheError", "CacheWarning"]
+__all__ = ["compile", "from_sympy", "derivative", "where", "Function", "Options", "TraceError", "CompileError", "CacheError", "CacheWarning"]
 
 
 def compile(f=None, shapes=None, *, dtype=None, options=None):
@@ -91,10 +90,16 @@ def _verb(kind):
     return _checked_keywords(f"symgrad.{kind}")(verb)
 
 
-grad = _verb("grad")
-jacobian = _verb("jacobian")
-hessian = _verb("hessian")
-value_and_grad = _verb("value_and_grad")
+def _verbs():
+    """symgrad.grad, .jacobian, ...: one verb per kind the registry marks (transforms/kinds.py)."""
+    from .transforms.kinds import KINDS
+    for k in KINDS.values():
+        if k.verb:
+            globals()[k.name] = _verb(k.name)
+            __all__.append(k.name)
+
+
+_verbs()
 
 
 @_checked_keywords("symgrad.derivative")

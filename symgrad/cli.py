@@ -19,7 +19,7 @@ import importlib.util
 import os
 import sys
 
-from .transforms.kinds import kernel_kinds
+from .transforms.kinds import DEFAULT_KERNELS, VALUE, kernel_kinds, nth_name
 
 
 SHOW_LIMIT = 400  # operations of a closed form worth printing; larger: the straight-line program
@@ -125,12 +125,12 @@ def _parser():
 def _generate(a, F):
     from .codegen import sources, write_files
     kinds = [k for k in kernel_kinds() if getattr(a, k)]
-    kinds += [f"d{n}" for n in a.derivative]
+    kinds += [nth_name(n) for n in a.derivative]
     for n in a.derivative:
         if n < 1:
             raise Usage(f"--derivative needs an order of at least 1, got {n}")
     if not kinds:
-        kinds = ["value", "grad"]
+        kinds = list(DEFAULT_KERNELS)
     from .render.target import c99_build
     paths = write_files(a.out, sources(F, kinds, a.name, a.cuda))
     for path in paths:
@@ -160,7 +160,7 @@ def _show(a, F):
         print(f"# operations: {before.count_ops()} before optimisation, {after.count_ops()} after")
     if a.c or a.cuda:
         from .codegen import sources
-        kind = "value" if G is F else G.kind
+        kind = VALUE if G is F else G.kind
         for fname, text in sources(F, [kind], None, a.cuda).items():
             if fname.endswith(".cu") and not a.cuda or not fname.endswith(".cu") and not a.c:
                 continue

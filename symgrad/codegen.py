@@ -9,29 +9,30 @@ argument). Files appear whole or not at all."""
 from __future__ import annotations
 
 import os
-import re
 import tempfile
 from pathlib import Path
+
+from .transforms.kinds import DEFAULT_KERNELS
 
 def functions(F, kinds):
     """(kernel kind, Function) for each kind: value, grad, hessian, jacobian, d<N>
     (transforms/kinds.kernel_kinds)."""
-    from .transforms.kinds import kernel_kinds
+    from .transforms.kinds import VALUE, kernel_kinds, nth_order
     offered = kernel_kinds()
     out = []
     for kind in kinds:
-        if kind == "value":
+        if kind == VALUE:
             out.append((kind, F))
         elif kind in offered:
             out.append((kind, getattr(F, kind)))
-        elif re.fullmatch(r"d[1-9][0-9]*", kind):
-            out.append((kind, F.derivative(int(kind[1:]))))
+        elif nth_order(kind):
+            out.append((kind, F.derivative(nth_order(kind))))
         else:
             raise ValueError(f"unknown kernel kind {kind!r}: use {', '.join(offered)} or d<N> (d2, d3, ...)")
     return out
 
 
-def sources(F, kinds=("value", "grad"), name=None, cuda=False):
+def sources(F, kinds=DEFAULT_KERNELS, name=None, cuda=False):
     """{file name: text} of the standalone files for the kernels ``kinds`` of Function ``F``
     (where its arrays stayed loops: of ``F`` traced element by element, see Function.standalone)."""
     from .render.c99 import c99_files
@@ -48,7 +49,7 @@ def sources(F, kinds=("value", "grad"), name=None, cuda=False):
     return files
 
 
-def generate(f, out, *, name=None, shapes=None, kinds=("value", "grad"), dtype=None, cuda=False,
+def generate(f, out, *, name=None, shapes=None, kinds=DEFAULT_KERNELS, dtype=None, cuda=False,
              options=None):
     """Write the standalone files of ``f`` (a Python function, or a symgrad Function: then
     shapes, dtype and options are its own) into directory ``out``; returns their paths."""

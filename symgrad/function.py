@@ -20,7 +20,7 @@ from .library import Callable
 from .source import PerObject, Source
 from .errors import ScalarUsedAsArray
 from .signature import TRACED, checked_keywords
-from .transforms.kinds import KINDS, kind as kind_of
+from .transforms.kinds import KINDS, VALUE, build_kinds, kind as kind_of, nth_name
 
 
 def c_identifier(name):
@@ -49,7 +49,7 @@ class Function(Callable):
         if str(dt) not in ("float64", "float32"):
             raise ValueError(f"dtype must be 'float64' or 'float32', got {dtype!r}")
         self.py_name, self.name, self.dtype = name, c_identifier(name), dt
-        self._what = f"{name} ({'_'.join(k for k, _ in steps) or 'value'})"  # for messages
+        self._what = f"{name} ({'_'.join(k for k, _ in steps) or VALUE})"  # for messages
         self.args = args  # ((name, core shape), ...), known before tracing
         self.options = options or _options.DEFAULT
         self._source, self._steps, self._structure = source, tuple(steps), structure
@@ -63,7 +63,7 @@ class Function(Callable):
     # -- the pipeline, each stage computed once -------------------------------------------
     @property
     def kind(self):
-        return "_".join(k for k, _ in self._steps) or "value"
+        return "_".join(k for k, _ in self._steps) or VALUE
 
     @property
     def c_name(self):
@@ -273,7 +273,7 @@ class Function(Callable):
                              "derivative taken; "
                              "differentiate first (F.grad.hvp is not defined, F.jacobian.hvp neither)")
         structure_args, nums = calling.argnums(argnums, len(self.args))
-        k = kind_of("jacobian_stacked" if kind == "jacobian" and stack else kind)
+        k = kind_of(kind_of(kind).stacked if stack else kind)
         args = None
         if k.tangents:
             from .program import tangent_names
@@ -295,67 +295,22 @@ class Function(Callable):
             return self._derived[key]
 
     @property
-    def grad(self):
-        """Gradient w.r.t. every argument: one array for one argument, else a tuple."""
-        return self._derive("grad", None)
-
-    @property
-    def value_and_grad(self):
-        """(value, gradient), computed by one kernel that shares subexpressions."""
-        return self._derive("value_and_grad", None)
-
-    @property
-    def jacobian(self):
-        """Jacobian: result core shape = output shape + argument shape (a tuple over arguments)."""
-        return self._derive("jacobian", None)
-
-    @property
-    def hessian(self):
-        """Hessian of a scalar function: core shape s+s; tuple of tuples for several arguments."""
-        return self._derive("hessian", None)
-
-    @property
-    def hvp(self):
-        """Hessian-vector product of a scalar function: ``F.hvp(x, v)`` is H(x) @ v (for several
-        arguments, one tangent each after them: ``F.hvp(x, y, vx, vy)``), by forward-over-reverse
-        differentiation: its cost is linear in the program's, no Hessian is formed."""
-        return self._derive("hvp", None)
-
-    @checked_keywords("Function.jacobian_wrt")
-    def jacobian_wrt(self, argnums=None, *, stack=False):
-        """Jacobian by the arguments ``argnums`` (default: all). ``stack=True``: one array of
-        core shape output shape + (total size of those arguments,), arguments flattened and
-        concatenated in order: what scipy's curve_fit and least_squares expect."""
-        return self._derive("jacobian", argnums, stack=stack)
-
-    @checked_keywords("Function.grad_wrt")
-    def grad_wrt(self, argnums):
-        """Gradient by the arguments ``argnums`` only (an int: one array; a tuple: a tuple)."""
-        return self._derive("grad", argnums)
-
-    @checked_keywords("Function.hessian_wrt")
-    def hessian_wrt(self, argnums):
-        """Hessian by the arguments ``argnums`` only."""
-        return self._derive("hessian", argnums)
-
-    @property
     def batch_last(self):
         """This Function with batch dimensions after the core ones, in arguments and results
         (scipy's solve_ivp ``vectorized=True``: ``fun=F.batch_last``)."""
         return calling.BatchLast(self)
 
-    def build(self, kinds=("value",)):
-        """Compile now the kernels of ``kinds`` (names of this Function's derivatives: "value",
-        "grad", "value_and_grad", "jacobian", "hessian", "hvp") rather than at their first call,
-        into one library (one C compile; kernels of large programs, compiled with other flags,
-        in one more, in parallel). Later kinds add a library without rebuilding these. Returns self."""
-        names = ("value",) + tuple(KINDS)
+    def build(self, kinds=(VALUE,)):
+        """Compile now the kernels of ``kinds`` (names of this Function's derivatives:
+        transforms/kinds.build_kinds) rather than at their first call, into one library (one C
+        compile; kernels of large programs, compiled with other flags, in one more, in
+        parallel). Later kinds add a library without rebuilding these. Returns self."""
+        names = build_kinds()
         fns = []
         for kind in ([kinds] if isinstance(kinds, str) else kinds):
-            if kind not in names or kind == "jacobian_stacked":
-                raise ValueError(f"build: unknown kind {kind!r}; expected some of "
-                                 f"{', '.join(n for n in names if n != 'jacobian_stacked')}")
-            fns.append(self if kind == "value" else getattr(self, kind))
+            if kind not in names:
+                raise ValueError(f"build: unknown kind {kind!r}; expected some of {', '.join(names)}")
+            fns.append(self if kind == VALUE else getattr(self, kind))
         from . import pipeline
         pipeline.build_together([f._runs() for f in fns if f._plan is None])
         for f in fns:
@@ -376,7 +331,7 @@ class Function(Callable):
         if shape != ():
             raise ValueError(f"derivative(n) needs a scalar argument, but {name!r} has shape "
                              f"{shape}; use .jacobian or .hessian for array arguments")
-        return self._derived_function((f"d{n}", (argnum,)), self._structure)
+        return self._derived_function((nth_name(n), (argnum,)), self._structure)
 
     # -- calling ------------------------------------------------------------------------
     def _call(self, *args, out=None, **kwargs):
@@ -449,6 +404,38 @@ class Function(Callable):
     def __repr__(self):
         args = ", ".join(f"{name}{list(shape)}" for name, shape in self.args)
         return f"<symgrad.Function {self.py_name} {self.kind}({args}) {self.dtype}>"
+
+
+def _verbs(cls):
+    """The derivative verbs of every kind in the registry (transforms/kinds.py): the property
+    ``F.<kind>`` (all arguments) and the method ``F.<kind>_wrt(argnums)``."""
+    for k in KINDS.values():
+        if k.doc:
+            setattr(cls, k.name, property(_every_argument(k.name), doc=k.doc))
+        if k.wrt:
+            wrt = _by_argnums(k.name, k.stacked is not None)
+            wrt.__name__, wrt.__qualname__, wrt.__doc__ = f"{k.name}_wrt", f"Function.{k.name}_wrt", k.wrt
+            setattr(cls, wrt.__name__, checked_keywords(wrt.__qualname__)(wrt))
+
+
+def _every_argument(name):
+    def get(self):
+        return self._derive(name, None)
+    get.__name__ = get.__qualname__ = name
+    return get
+
+
+def _by_argnums(name, stacks):
+    if stacks:
+        def wrt(self, argnums=None, *, stack=False):
+            return self._derive(name, argnums, stack=stack)
+    else:
+        def wrt(self, argnums):
+            return self._derive(name, argnums)
+    return wrt
+
+
+_verbs(Function)
 
 
 def _weakly_referable(obj):

@@ -23,14 +23,14 @@ def derived(fn):
 def _step(fn, prog, kind, nums, before):
     """One derivative of ``prog`` (the program of the steps ``before``), built by its kind."""
     from .transforms import derive
-    from .transforms.kinds import kind as kind_of
+    from .transforms.kinds import SHARED, kind as kind_of
 
     class Context:
         @staticmethod
         def value_and_grad():
             # memoised on the Source the program came from: a Function whose derivative is taken
             # of the trace unrolled (F.hvp by an array the loops read) must not get the loops'
-            return fn._effective().derived(before + (("value_and_grad", nums),),
+            return fn._effective().derived(before + ((SHARED, nums),),
                                       lambda: derive.grad(prog, nums, with_value=True))
     with stage(fn.c_name, "differentiate", expect=expect(fn, "differentiate")):
         return kind_of(kind).build(prog, nums, Context)

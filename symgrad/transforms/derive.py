@@ -285,7 +285,7 @@ def _gradient(g, y, argnums, prog):
 
 
 def grad(prog: Program, argnums, with_value=False) -> Program:
-    check_scalar(prog, "grad")
+    check_scalar(prog, "the gradient")
     g = Graph(prog)
     y = prog.outputs[0].refs[0]
     parts, large = _gradient(g, y, argnums, prog)
@@ -331,7 +331,7 @@ def jacobian(prog: Program, argnums, stack=False) -> Program:
 def hvp(prog: Program, argnums, tangents, gradient=None) -> Program:
     """H @ v, forward over reverse: the directional derivative of the gradient program along
     the tangents (new arguments named ``tangents``, after the program's)."""
-    check_scalar(prog, "hvp")
+    check_scalar(prog, "a Hessian-vector product")
     gp = gradient if gradient is not None else grad(prog, argnums)
     g = Graph(gp)
     base = len(prog.args)
@@ -352,8 +352,9 @@ def hvp(prog: Program, argnums, tangents, gradient=None) -> Program:
     return g.program(outs)
 
 
-def nth(prog: Program, n, argnum) -> Program:
-    """The n-th derivative of every output w.r.t. one scalar argument (n forward sweeps)."""
+def nth(prog: Program, n, argnum, prefix) -> Program:
+    """The n-th derivative of every output w.r.t. one scalar argument (n forward sweeps), its
+    results named ``prefix``_output."""
     a = prog.args[argnum]
     if a.shape != ():
         raise ValueError(f"derivative(n) needs a scalar argument, but {a.name!r} has shape {a.shape}; "
@@ -372,4 +373,4 @@ def nth(prog: Program, n, argnum) -> Program:
             k += len(o.refs)
         cur = g.program(outs)
     g = Graph(cur)
-    return g.program([(f"d{n}_{o.name}", o.shape, list(o.refs), o.loops) for o in cur.outputs])
+    return g.program([(f"{prefix}_{o.name}", o.shape, list(o.refs), o.loops) for o in cur.outputs])

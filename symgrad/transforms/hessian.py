@@ -137,7 +137,7 @@ def edge_push(g, y, wrt):
 
 
 def hessian(prog: Program, argnums) -> Program:
-    check_scalar(prog, "hessian")
+    check_scalar(prog, "the Hessian")
     if any(n[0] == "sum" for n in prog.nodes):  # the Jacobian of the gradient: the partials of a
         gp = grad(prog, argnums)  # sum are sums, differentiated again as they are
         g = Graph(gp)

@@ -4,7 +4,9 @@ form of a program takes (loops kept as loops, tracing/lazy.py). No sympy: a warm
 this module to find a kernel.
 
 A Function's steps are (kind name, argument indices) pairs; the n-th derivative's name is
-``d<n>``. Everything else (function.py, codegen.py, cli.py) asks this registry."""
+``d<n>`` (nth_name). Everything else asks this registry: the verbs (``F.grad``,
+``F.grad_wrt(1)``, ``symgrad.grad``) are made from it (function.py, __init__.py), and
+codegen and the CLI offer its kernel kinds."""
 from __future__ import annotations
 
 import math
@@ -27,6 +29,10 @@ class Kind:
     tangents: bool = False       # takes one tangent argument per argument differentiated by (after them)
     last: bool = False           # nothing is differentiated after it
     runs: Optional[str] = None   # of a large program: runs the kernel of this kind, its first result unstored
+    doc: str = ""                # the docstring of the Function property of its name ("": none)
+    wrt: str = ""                # the docstring of the Function method <name>_wrt(argnums) ("": none)
+    stacked: Optional[str] = None  # the kind <name>_wrt(..., stack=True) takes
+    verb: bool = False           # a module-level verb symgrad.<name>(f, argnums, ...)
 
 
 def _stacked(outs, args, nums):
@@ -98,31 +104,50 @@ def _each_leaf(structure, f):
     return f(structure) if isinstance(structure, int) else tuple(_each_leaf(s, f) for s in structure)
 
 
+# The kind whose program (value and gradient) the gradient's kinds are built from, made once
+# per argument set (pipeline.py); the gradient runs its kernel.
+SHARED = "value_and_grad"
+
 KINDS = {k.name: k for k in (
     Kind("grad", "gradient of ", True, lambda outs, args, nums: [args[i] for i in nums], _build_grad,
-         lambda o, lg, sh, nums: _loops_grad(o, lg, sh, nums, False), runs="value_and_grad"),
-    Kind("value_and_grad", "value and gradient of ", True,
+         lambda o, lg, sh, nums: _loops_grad(o, lg, sh, nums, False), runs=SHARED, verb=True,
+         doc="Gradient w.r.t. every argument: one array for one argument, else a tuple.",
+         wrt="Gradient by the arguments ``argnums`` only (an int: one array; a tuple: a tuple)."),
+    Kind(SHARED, "value and gradient of ", True,
          lambda outs, args, nums: [()] + [args[i] for i in nums], _build_vg,
          lambda o, lg, sh, nums: _loops_grad(o, lg, sh, nums, True),
-         structure=lambda own, by, m: (0, _shift(by, 1))),
+         structure=lambda own, by, m: (0, _shift(by, 1)), verb=True,
+         doc="(value, gradient), computed by one kernel that shares subexpressions."),
     Kind("jacobian", "Jacobian of ", False, lambda outs, args, nums: [o + args[i] for o in outs for i in nums],
          _build_jac, _loops_jacobian,  # each result becomes its Jacobian by each argument
-         structure=lambda own, by, m: _each_leaf(own, lambda i: _shift(by, i * m))),
+         structure=lambda own, by, m: _each_leaf(own, lambda i: _shift(by, i * m)), verb=True,
+         stacked="jacobian_stacked",
+         doc="Jacobian: result core shape = output shape + argument shape (a tuple over arguments).",
+         wrt="Jacobian by the arguments ``argnums`` (default: all). ``stack=True``: one array of core shape "
+             "output shape + (total size of those arguments,), arguments flattened and concatenated in "
+             "order: what scipy's curve_fit and least_squares expect."),
     Kind("jacobian_stacked", "stacked Jacobian of ", False, _stacked, _build_jac_stacked, None,
          structure=lambda own, by, m: own, public=False),
     Kind("hessian", "Hessian of ", True, lambda outs, args, nums: [args[i] + args[j] for i in nums for j in nums],
          _build_hessian, lambda o, lg, sh, nums: _loops_second(o, lg, sh, nums, len(nums) ** 2),
          structure=lambda own, by, m: 0 if isinstance(by, int) else
-         tuple(tuple(i * m + j for j in range(m)) for i in range(m))),
+         tuple(tuple(i * m + j for j in range(m)) for i in range(m)), verb=True,
+         doc="Hessian of a scalar function: core shape s+s; tuple of tuples for several arguments.",
+         wrt="Hessian by the arguments ``argnums`` only."),
     Kind("hvp", "Hessian-vector product of ", True, lambda outs, args, nums: [args[i] for i in nums], _build_hvp,
-         lambda o, lg, sh, nums: _loops_second(o, lg, sh, nums, len(nums)), public=False, tangents=True, last=True),
+         lambda o, lg, sh, nums: _loops_second(o, lg, sh, nums, len(nums)), public=False, tangents=True, last=True,
+         doc="Hessian-vector product of a scalar function: ``F.hvp(x, v)`` is H(x) @ v (for several arguments, "
+             "one tangent each after them: ``F.hvp(x, y, vx, vy)``), by forward-over-reverse differentiation: "
+             "its cost is linear in the program's, no Hessian is formed."),
 )}
+VALUE = "value"  # the kernel of the function itself (F.build, codegen, the CLI)
+DEFAULT_KERNELS = (VALUE, "grad")  # what codegen and the CLI generate unless told
 
 
 def _build_nth(n):
     def build(prog, nums, ctx):
         from . import derive
-        return derive.nth(prog, n, nums[0])
+        return derive.nth(prog, n, nums[0], nth_name(n))
     return build
 
 
@@ -130,6 +155,17 @@ def _loops_nth(outs, large, shapes, nums):
     if any(i in large for i in nums) or "scatter" in outs:
         return None
     return outs
+
+
+def nth_name(n):
+    """The name of the n-th derivative's kind."""
+    return f"d{n}"
+
+
+def nth_order(name):
+    """n, where ``name`` is the n-th derivative's kind (n >= 1), else None."""
+    m = re.fullmatch(r"d([1-9][0-9]*)", name)
+    return int(m.group(1)) if m else None
 
 
 def kind(name) -> Kind:
@@ -146,8 +182,14 @@ def kind(name) -> Kind:
 
 
 def kernel_kinds():
-    """What codegen and the CLI offer: the value and the public kinds, then d<N>."""
-    return ("value",) + tuple(n for n, k in KINDS.items() if k.public and n not in ("value_and_grad",))
+    """What codegen and the CLI offer: the value and the public kinds but those another
+    kernel runs, then d<N>."""
+    return (VALUE,) + tuple(n for n, k in KINDS.items() if k.public and not any(o.runs == n for o in KINDS.values()))
+
+
+def build_kinds():
+    """What F.build takes: the value and every kind with a Function property."""
+    return (VALUE,) + tuple(n for n, k in KINDS.items() if k.doc)
 
 
 def result_shapes(outs, args, steps):

@@ -94,7 +94,7 @@ def test_founding_function_derivatives_are_exact():
     assert float(evaluate(derive.grad(prog, (0,)), 3.0)[0]) == -75279680
     for n in range(1, 9):
         want = float(sp.diff(exact, X, n).subs(X, 3))
-        assert float(evaluate(derive.nth(prog, n, 0), 3.0)[0]) == want
+        assert float(evaluate(derive.nth(prog, n, 0, "d"), 3.0)[0]) == want
     assert float(evaluate(hessian.hessian(prog, (0,)), 3.0)[0]) == float(sp.diff(exact, X, 2).subs(X, 3))
 
 
@@ -105,7 +105,7 @@ def test_branch_not_taken_stays_zero_at_every_order():
     g = derive.grad(prog, (0,))
     assert float(evaluate(g, -2.0)[0]) == 0.3
     assert float(evaluate(hessian.hessian(prog, (0,)), -2.0)[0]) == 0
-    assert float(evaluate(derive.nth(prog, 3, 0), -2.0)[0]) == 0
+    assert float(evaluate(derive.nth(prog, 3, 0, "d"), -2.0)[0]) == 0
     assert float(evaluate(derive.hvp(prog, (0,), ["v"]), -2.0, 1.0)[0]) == 0
     assert float(evaluate(g, 4.0)[0]) == pytest.approx(1.25 * 4.0 ** 0.25, rel=1e-15)
 
@@ -122,7 +122,7 @@ def test_untaken_branch_stays_zero_through_negated_and_summed_adjoints():
     want = mpmath.diff(lambda t: mpmath.atan2(mpmath.log1p(t), 2), mpmath.mpf(z[2]), 3)
     assert float(third[-1]) == pytest.approx(float(want), rel=1e-13)
     assert [float(v) for v in third[:-3]] == [0.0] * (len(third) - 3)
-    assert float(evaluate(derive.nth(prog, 3, 2), *z)[0]) == pytest.approx(float(want), rel=1e-13)
+    assert float(evaluate(derive.nth(prog, 3, 2, "d"), *z)[0]) == pytest.approx(float(want), rel=1e-13)
 
 
 def _rosen(x):

@@ -87,7 +87,7 @@ def test_where_inside_a_sum_keeps_the_branch_not_taken_out_of_every_derivative()
 
 def test_forward_derivatives_through_sums():
     prog = traced(lambda t: np.sum(np.sin(t * D) * Y), [()])
-    d3 = derive.nth(prog, 3, 0)
+    d3 = derive.nth(prog, 3, 0, "d")
     assert sums(d3) == 1
     assert evaluate(d3, 0.4)[0] == pytest.approx(np.sum(-np.cos(0.4 * D) * D ** 3 * Y), rel=1e-12)
     loss = traced(lambda a, b: np.sum(np.exp(a * D) * np.sin(b * D)), [(), ()])

@@ -1,6 +1,7 @@
 """The shape of the code: no import circle in symgrad/ (every import statement counts, those
 inside functions too), no module past ~500 lines, every package installed, the op registry
-complete, and no sympy on the compile path of an ordinary function."""
+complete, no derivative kind spelled outside its registry, and no sympy on the compile path
+of an ordinary function."""
 import ast
 import pathlib
 import re
@@ -118,6 +119,40 @@ def test_every_op_has_its_forms():
     for name, op in ops.OPS.items():
         assert callable(op.value) and op.c, name
         assert (op.partials is None) == op.condition, name
+
+
+def _literals(path):
+    """The string literals of a module but its docstrings, and whether an f-string starts
+    with "d" then a value (how the n-th derivative's kind is spelled: d3)."""
+    tree = ast.parse(path.read_text())
+    docs = {id(n.body[0].value) for n in ast.walk(tree)
+            if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and n.body and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs:
+            yield n.lineno, n.value
+        if isinstance(n, ast.JoinedStr) and len(n.values) > 1 and isinstance(n.values[0], ast.Constant) \
+                and n.values[0].value == "d" and isinstance(n.values[1], ast.FormattedValue):
+            yield n.lineno, "d<n>"
+
+
+def test_no_derivative_kind_spelled_outside_its_registry():
+    """Each derivative kind's name is written once, in transforms/kinds.py: the verbs, the
+    build and codegen choices, the CLI and the messages ask the registry. ("value", the
+    function itself, is also an ordinary word and a result's name: not checked.)"""
+    from symgrad.transforms.kinds import KINDS
+    names = set(KINDS) | {"d<n>"}
+    home = PKG / "transforms" / "kinds.py"
+    found = [f"{p.relative_to(ROOT)}:{line}: {text!r}" for p in sorted(PKG.rglob("*.py")) if p != home
+             for line, text in _literals(p) if text in names or re.fullmatch(r"d[0-9]+", text)]
+    assert found == []
+
+
+def test_the_kind_finder_finds_kinds(tmp_path):
+    sample = tmp_path / "m.py"
+    sample.write_text('"""grad: a docstring"""\nx = ("hessian", f"d{3}", f"t{3}")\n')
+    assert {"d<n>", "hessian"} <= {text for _, text in _literals(sample)}
+    assert "grad: a docstring" not in {text for _, text in _literals(sample)}
 
 
 @pytest.mark.parametrize("kinds", [("value",), ("grad",), ("hessian",), ("value", "grad", "hessian")])
