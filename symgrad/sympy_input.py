@@ -57,17 +57,17 @@ def program_from_sympy(exprs, args, cse_nodes=0):
     if not isinstance(args, (list, tuple)):
         raise TypeError("args must be a list: one entry per argument (a symbol, or a list of symbols)")
     b = Builder()
-    memo, replace, prog_args, taken = {}, {}, [], set()
+    memo, prog_args, taken = {}, [], set()
     for i, item in enumerate(args):
         leaves, shape = _leaves(item)
         for j, leaf in enumerate(leaves):
             leaf = sp.sympify(leaf)
             if not (isinstance(leaf, (sp.Symbol, AppliedUndef))):
                 raise TypeError(f"argument {i}: {leaf} is not a symbol or dynamicsymbol")
-            if leaf in replace:
+            if leaf in memo:
                 raise ValueError(f"{leaf} appears twice in args")
-            replace[leaf] = sp.Dummy(real=True)
-            memo[replace[leaf]] = b.node("arg", i, j)
+            memo[leaf] = b.node("arg", i, j)  # read as written: no substitution (sympy would
+            # evaluate the whole expression again, its assumptions exponential in nested depth)
         base = re.sub(r"\W", "_", _name(sp.sympify(leaves[0])) if shape == () else _common(leaves, i)) or "s"
         name = base
         while name in taken:
@@ -75,18 +75,22 @@ def program_from_sympy(exprs, args, cse_nodes=0):
         taken.add(name)
         prog_args.append(Arg(name, tuple(shape)))
     arr = _output_array(exprs)
-    flat = [sp.sympify(e).xreplace(replace) for e in arr.flat]
-    for e in flat:
-        bad = e.atoms(sp.Derivative) | {s for s in e.free_symbols if s not in memo}
-        bad |= {f for f in e.atoms(AppliedUndef)}
-        if bad:
-            listed = ", ".join(sorted(map(str, bad))[:8])
-            raise ValueError(f"the expressions depend on {listed}, which are not in args: pass them as "
-                             "arguments, or substitute numbers first (expr.subs({...}))")
-    if 0 < _distinct(flat, cse_nodes + 1) <= cse_nodes:
-        shared, flat = sp.cse(flat, symbols=sp.numbered_symbols(cls=sp.Dummy))
-        for sym, e in shared:
-            memo[sym] = _record(e, b, memo)
+    flat = [sp.sympify(e) for e in arr.flat]
+    bad = {e for e in _subexpressions(flat, stop=memo) if isinstance(e, (sp.Derivative, AppliedUndef, sp.Symbol))}
+    if bad:
+        listed = ", ".join(sorted(map(str, bad))[:8])
+        raise ValueError(f"the expressions depend on {listed}, which are not in args: pass them as "
+                         "arguments, or substitute numbers first (expr.subs({...}))")
+    if 0 < _distinct(flat, cse_nodes + 1) <= cse_nodes and _tree_size(flat) <= TREE_PER_NODE * cse_nodes:
+        shared, reduced = sp.cse(flat, symbols=sp.numbered_symbols(cls=sp.Dummy))
+        try:
+            cse_memo = dict(memo)
+            for sym, e in shared:
+                cse_memo[sym] = _record(e, b, cse_memo)
+            outs = tuple(_record(e, b, cse_memo) for e in reduced)
+            return b.program(prog_args, [Output("out", arr.shape, outs)])
+        except ValueError:  # raised again below, naming what cannot be read as the user wrote it
+            pass
     outs = tuple(_record(e, b, memo) for e in flat)
     return b.program(prog_args, [Output("out", arr.shape, outs)])
 
@@ -135,12 +139,10 @@ def _node(e, args, b):
     f = e.func
     if f is sp.Mul:
         return _chain(b, "mul", args)
-    if f is sp.Add:  # a term -x (a product with coefficient -1) is subtracted: a + (-x) is a - x exactly
-        pos = [a for a in args if b.nodes[a][0] != "neg"]
-        acc = _chain(b, "add", pos) if pos else b.node("neg", b.nodes[args[0]][1])
-        for a in args:
-            if b.nodes[a][0] == "neg" and (pos or a != args[0]):
-                acc = b.node("sub", acc, b.nodes[a][1])
+    if f is sp.Add:  # in sympy's order; a later term -x is subtracted (a + (-x) is a - x exactly)
+        acc = args[0]
+        for a in args[1:]:
+            acc = b.node("sub", acc, b.nodes[a][1]) if b.nodes[a][0] == "neg" else b.node("add", acc, a)
         return acc
     if f is sp.Pow:
         return b.node("pow", *args)
@@ -179,15 +181,47 @@ def _chain(b, op, args):
     return acc
 
 
-def _distinct(roots, cap):
-    """The number of distinct subexpressions of ``roots``, counted up to ``cap``."""
-    seen, stack = set(), list(roots)
-    while stack and len(seen) < cap:
+def _subexpressions(roots, cap=None, stop=()):
+    """The distinct subexpressions of ``roots`` (up to ``cap`` of them) but those in ``stop``
+    and inside them: each once, so that a deep expression sharing its parts costs its size,
+    not that of its tree (sympy's atoms and free_symbols walk the tree: exponential in the
+    depth of such sharing)."""
+    seen, stack = set(), [e for e in roots if e not in stop]
+    while stack and (cap is None or len(seen) < cap):
         e = stack.pop()
         if e not in seen:
             seen.add(e)
-            stack.extend(e.args)
-    return len(seen)
+            stack.extend(a for a in e.args if a not in stop)
+    return seen
+
+
+# sympy's cse orders terms by the size of their tree (every path counted), which nesting that
+# shares its parts makes exponential: past this many tree nodes per allowed distinct node, no cse
+# (an 11-link pendulum's Jacobian: 14x; sin(e)*e - e*y + k nested 12 deep: 2 million, 1.5 s).
+TREE_PER_NODE = 20
+
+
+def _tree_size(roots):
+    """The number of nodes of the trees of ``roots`` (shared parts counted at every use),
+    from each distinct subexpression's once."""
+    size = {}
+    for root in roots:
+        stack = [(root, False)]
+        while stack:
+            e, ready = stack.pop()
+            if e in size:
+                continue
+            if not ready:
+                stack.append((e, True))
+                stack.extend((a, False) for a in e.args if a not in size)
+            else:
+                size[e] = 1 + sum(size[a] for a in e.args)
+    return sum(size[e] for e in roots)
+
+
+def _distinct(roots, cap):
+    """The number of distinct subexpressions of ``roots``, counted up to ``cap``."""
+    return len(_subexpressions(roots, cap))
 
 
 def _record(root, b, memo):

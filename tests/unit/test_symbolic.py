@@ -210,6 +210,9 @@ def test_closed_forms_read_back_as_the_same_function(name):
 @pytest.mark.parametrize("e, point, want", [
     (X - Y, (0.1, 0.3), 0.1 - 0.3), (-X - Y, (0.1, 0.3), -0.1 - 0.3), (-X * Y, (0.1, 0.3), -(0.1 * 0.3)),
     (X - 2 * Y - sp.cos(X), (0.1, 0.3), 0.1 - 2 * 0.3 - math.cos(0.1)),
+    # every term negated, two of them the same node (a Float of two precisions): both subtracted
+    (-sp.exp(0.5 * X) - sp.exp(sp.N(sp.Rational(1, 2), 30) * X) - Y, (2.0, 0.25), -math.e - math.e - 0.25),
+    (-sp.Abs(X - 3) - R.Abs(X - 3), (2.0, 0.0), -2.0),
 ])
 def test_from_sympy_subtracts_and_negates(e, point, want):
     """A term with coefficient -1 is subtracted, a product with it negated (exact: a + (-b) is
@@ -217,6 +220,21 @@ def test_from_sympy_subtracts_and_negates(e, point, want):
     prog = program_from_sympy(e, [X, Y])
     assert not any(n[0] == "mul" and n[1:2] and prog.nodes[n[1]] == ("const", "i", -1) for n in prog.nodes)
     assert float(evaluate(prog, *point)[0]) == want
+
+
+def test_from_sympy_sums_in_sympys_order_of_terms():
+    """A sum is read in the order of its terms (``expr.args``; sympy's expressions have no
+    order of evaluation), a subtracted term where it stands (no positive terms first): where
+    terms cancel, the bits are those of adding the terms left to right."""
+    Z = sp.Symbol("z", real=True)
+    for point in ({X: 1e16, Y: 1e16, Z: 1.0}, {X: 1.0, Y: 1e16, Z: 1e16}):
+        for e in (X - Y + Z, Z - X + Y, -X + Y + Z, X + 3 * Y - Z - 2 * X, -Z - X - Y,
+                  sp.Abs(X) - Y + Z):  # terms (z, -y, Abs(x)): a negated one between two others
+            want = 0.0
+            for k, term in enumerate(e.args):
+                v = float(term.subs(point))
+                want = v if k == 0 else want + v
+            assert float(evaluate(program_from_sympy(e, [X, Y, Z]), *point.values())[0]) == want, (e, point)
 
 
 SHARED = [sp.Piecewise((sp.sin(X * Y), X * Y > 1), (sp.cos(X * Y) * Y, sp.And(X * Y > -1, Y < 0)), (X, True))
@@ -234,3 +252,34 @@ def test_from_sympy_through_cse_has_the_values_with_fewer_operations(point):
         assert evaluate(prog, *point)[0].tolist() == pytest.approx(want, rel=1e-14)
     assert len(shared.nodes) < len(plain.nodes)
     assert program_from_sympy(SHARED, [X, Y], 10).nodes == plain.nodes
+
+
+@pytest.mark.parametrize("cse", [0, 2500], ids=["plain", "cse"])
+def test_from_sympy_names_what_it_cannot_read_in_the_users_symbols(cse):
+    """The message shows the expression as written (the user's symbols, not the dummies that
+    stand for them, nor cse's temporaries)."""
+    e = sp.besselj(0, sp.sin(X * Y) + Y) + sp.sin(X * Y)
+    with pytest.raises(ValueError, match=r"cannot evaluate besselj \(in besselj\(0, y \+ sin\(x\*y\)\)\)"):
+        program_from_sympy(e, [X, Y], cse)
+
+
+@pytest.mark.parametrize("cse", [0, 2500], ids=["plain", "cse"])
+def test_from_sympy_of_deep_shared_nesting_costs_its_distinct_parts(cse):
+    """e = sin(e)*e - e*y + k nested 30 deep: 150 distinct subexpressions, a tree of 10^14
+    nodes. Reading it walks each distinct part once (no xreplace, atoms or free_symbols, which
+    walk the tree, and no cse, whose ordering counts it): done in well under the 20 s alarm."""
+    import signal
+    e = X
+    for k in range(30):  # built without evaluation: sympy's own is exponential in this depth
+        e = sp.Add(sp.Mul(sp.sin(e, evaluate=False), e, evaluate=False),
+                   sp.Mul(-1, e, Y, evaluate=False), sp.Integer(k), evaluate=False)
+    signal.signal(signal.SIGALRM, lambda *_: (_ for _ in ()).throw(TimeoutError("from_sympy took 20 s")))
+    signal.alarm(20)
+    try:
+        prog = program_from_sympy(e, [X, Y], cse)
+    finally:
+        signal.alarm(0)
+    want = 0.3
+    for k in range(30):
+        want = math.sin(want) * want - want * 0.7 + k
+    assert float(evaluate(prog, 0.3, 0.7)[0]) == pytest.approx(want, rel=1e-12)
