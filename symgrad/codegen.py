@@ -25,7 +25,7 @@ def functions(F, kinds):
             out.append((kind, F))
         elif kind in offered:
             out.append((kind, getattr(F, kind)))
-        elif nth_order(kind):
+        elif nth_order(kind) is not None:
             out.append((kind, F.derivative(nth_order(kind))))
         else:
             raise ValueError(f"unknown kernel kind {kind!r}: use {', '.join(offered)} or d<N> (d2, d3, ...)")

@@ -62,10 +62,17 @@ class Options:
     def __post_init__(self):
         if self.float32_math not in ("double", "float"):
             raise ValueError(f"Options.float32_math must be 'double' or 'float', got {self.float32_math!r}")
+        for f in dataclasses.fields(self):  # every number a non-negative int or real, as annotated
+            v, least = getattr(self, f.name), _AT_LEAST.get(f.name, 0)
+            if f.type == "int" and (not isinstance(v, int) or isinstance(v, bool) or v < least):
+                raise ValueError(f"Options.{f.name} must be an int of at least {least}, got {v!r}")
+            if f.type == "float" and (not isinstance(v, (int, float)) or isinstance(v, bool) or not v >= 0):
+                raise ValueError(f"Options.{f.name} must be a non-negative number, got {v!r}")
 
     def key(self) -> str:
         """The part of a cache key these options make: every field, by name."""
         return repr(dataclasses.astuple(self)) + repr([f.name for f in dataclasses.fields(self)])
 
 
+_AT_LEAST = {"segments_per_unit": 1}  # ints that must be positive (the rest: >= 0)
 DEFAULT = Options()

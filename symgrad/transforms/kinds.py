@@ -163,8 +163,8 @@ def nth_name(n):
 
 
 def nth_order(name):
-    """n, where ``name`` is the n-th derivative's kind (n >= 1), else None."""
-    m = re.fullmatch(r"d([1-9][0-9]*)", name)
+    """n, where ``name`` is the n-th derivative's kind (d0: the function itself), else None."""
+    m = re.fullmatch(r"d(0|[1-9][0-9]*)", name)
     return int(m.group(1)) if m else None
 
 

@@ -190,6 +190,8 @@ def test_cli_show(tmp_path, module):
     assert "gradient of seed(x)" in r.stdout and "operations:" in r.stdout and "void seed_grad(" in r.stdout
     r = cli("show", f"{module}:seed", "--latex", cwd=tmp_path)
     assert "\\left(" in r.stdout
+    r = cli("show", f"{module}:seed", "--derivative", "0", "--c", cwd=tmp_path)  # d0: the function itself
+    assert r.returncode == 0 and "void seed_d0(" in r.stdout, r.stderr
     (tmp_path / "big.py").write_text("import sys\nsys.path.insert(0, " + repr(os.path.join(ROOT, "examples"))
                                      + ")\nimport bench_cases\ndef lj(p):\n    return bench_cases.lj(p, 8)\n")
     r = cli("show", f"{tmp_path / 'big.py'}:lj", "--shapes", "(24,)", "--grad", cwd=tmp_path)

@@ -60,3 +60,17 @@ def test_verbs_still_show_and_take_their_parameters():
     assert symgrad.compile(two).grad_wrt(argnums=(0, 1)).kind == "grad"
     with pytest.raises(TypeError, match="multiple values"):  # Python's own errors otherwise
         symgrad.grad(two, 0, argnums=1)
+
+
+@pytest.mark.parametrize("field, value, expected", [
+    ("sympy_cse_nodes", "100", "an int of at least 0"), ("sympy_cse_nodes", None, "an int of at least 0"),
+    ("max_segment", -1, "an int of at least 0"), ("loop_min_size", True, "an int of at least 0"),
+    ("segments_per_unit", 0, "an int of at least 1"), ("tile_numbers", 2.5, "an int of at least 0"),
+    ("parallel_seconds", float("nan"), "a non-negative number"), ("hold_gil_seconds", "1e-6", "a non-negative number"),
+])
+def test_options_name_the_field_and_what_it_takes(field, value, expected):
+    """A tunable of the wrong type or range is refused where the Options are made, by name
+    (not later, deep in the pipeline, as a TypeError of string arithmetic)."""
+    with pytest.raises(ValueError, match=f"Options.{field} must be {expected}, got {value!r}"):
+        symgrad.Options(**{field: value})
+    assert getattr(symgrad.Options(**{field: 7}), field) == 7
