@@ -333,17 +333,22 @@ SYMGRAD_PAD(float)
 
 /* A part block of r < W points straight between point order and lane order (the tail of a
  * batch, a single point): symgrad_gather_T_L fills lanes past r with the first point, as
- * symgrad_pad_T does; symgrad_scatter_L_T writes the first m numbers of the r points only. */
+ * symgrad_pad_T does; symgrad_scatter_L_T writes the numbers of the n runs [runs[2i],
+ * runs[2i+1]) of each of the r points (a result's computed entries; its fixed ones come
+ * from its table). */
 #define SYMGRAD_PART(T, L)                                                                  \
     static inline void symgrad_gather_##T##_##L(const T *restrict p, int64_t r, int64_t s,  \
                                                 L *restrict l, int W) {                     \
         for (int64_t k = 0; k < s; ++k)                                                     \
             for (int j = 0; j < W; ++j) l[k * W + j] = p[(j < r ? j : 0) * s + k];          \
     }                                                                                       \
-    static inline void symgrad_scatter_##L##_##T(const L *restrict l, int64_t m, int64_t s, \
-                                                 T *restrict p, int W, int64_t r) {         \
+    static inline void symgrad_scatter_##L##_##T(const L *restrict l, const int32_t *runs,  \
+                                                 int n, int64_t s, T *restrict p, int W,    \
+                                                 int64_t r) {                               \
         for (int64_t j = 0; j < r; ++j)                                                     \
-            for (int64_t k = 0; k < m; ++k) p[j * s + k] = (T)l[k * W + j];                 \
+            for (int i = 0; i < n; ++i)                                                     \
+                for (int64_t k = runs[2 * i]; k < runs[2 * i + 1]; ++k)                     \
+                    p[j * s + k] = (T)l[k * W + j];                                         \
     }
 SYMGRAD_PART(double, double)
 SYMGRAD_PART(float, float)

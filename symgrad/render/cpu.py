@@ -138,39 +138,49 @@ def _entry_points(sched, target, plain, options, optional=0):
                 *[f"        for (int sg_k = {a}; sg_k < {b}; ++sg_k) {c}[sg_j*{s} + sg_k] = sg_tab[sg_k];"
                   for a, b in _runs(entries)],
                 "    }", "}", ""]
-    # A block of sg_r <= W points: transpose what goes through lane arrays (_lanes) to
-    # lanes-innermost, run the SIMD lane loop, transpose back the computed entries, and write
-    # the fixed ones unless the caller has (sg_fill = 0). A part block (the tail of a batch, a
-    # single point) moves its sg_r points straight between the caller's arrays and the lanes
-    # (lanes past sg_r compute the first point again); whole blocks inline with sg_r = W.
+    # A block of W points: transpose what goes through lane arrays (_lanes) to lanes-innermost,
+    # run the SIMD lane loop, transpose back the computed entries, and write the fixed ones
+    # unless the caller has (sg_fill = 0).
     soa = [f"sg_soa_{c}" if laned else c for c, laned in zip(names, lanes)] + ["sg_t"]
     block_locals = [(L, "sg_t", max(1, sched.scratch * W))] + \
         [(L, f"sg_soa_{c}", W * s) for c, s, laned in zip(names, sizes, lanes) if laned]
-    block = [f"static inline void {name}_block({', '.join(params)}, int sg_fill, int64_t sg_r) {{"]
+    lane_calls = [f"    {name}_l{i}({', '.join(soa)});" for i in range(len(sched.segments))]
+    guard = lambda c, line: f"    if ({c}) {line}" if c in maybe else f"    {line}"  # noqa: E731
+    block = [f"static inline void {name}_block({', '.join(params)}, int sg_fill) {{"]
     block += [_local(t, v, n, options)[0] for t, v, n in block_locals]
-    block += [f"    if (sg_r == {W}) {into}({c}, {s}, sg_soa_{c}, {W}); else {gather}({c}, sg_r, {s}, sg_soa_{c}, {W});"
-              for c, s, laned in zip(arg_names, sizes, lanes) if laned]
-    block += [f"    {name}_l{i}({', '.join(soa)});" for i in range(len(sched.segments))]
-    moves = lambda c, a, b: (f"if (sg_r == {W}) {back}(sg_soa_{c} + {a * W}, {b - a}, {res_sizes[c]}, {c} + {a}, {W}); "  # noqa: E731
-                             f"else {scatter}(sg_soa_{c} + {a * W}, {b - a}, {res_sizes[c]}, {c} + {a}, {W}, sg_r);")
-    block += [f"    if ({c}) {{ {moves(c, a, b)} }}" if c in maybe else f"    {moves(c, a, b)}"
+    block += [f"    {into}({c}, {s}, sg_soa_{c}, {W});" for c, s, laned in zip(arg_names, sizes, lanes) if laned]
+    block += lane_calls
+    block += [guard(c, f"{back}(sg_soa_{c} + {a * W}, {b - a}, {res_sizes[c]}, {c} + {a}, {W});")
               for c, runs in computed.items() for a, b in runs]
-    block += [f"    if (sg_fill{f' && {c}' if c in maybe else ''}) {name}_fill_{c}({c}, sg_r);" for c in fixed]
+    block += [f"    if (sg_fill{f' && {c}' if c in maybe else ''}) {name}_fill_{c}({c}, {W});" for c in fixed]
     block += [line for t, v, n in block_locals for line in _local(t, v, n, options)[1:]]
     block += ["}", ""]
     # Whether threads pay is the caller's to say (mode & 4: calling.Plan measures each kernel);
     # a team needs two blocks to share.
     par_min = 2
-    # The tail: a part block. What the lane loop reads and writes in point order (numbers not
-    # in lane arrays) goes through buffers of W points, padded with the first.
+    # The tail of a batch (and a single point): a part block of sg_r < W points, moved
+    # straight between the caller's arrays and the lanes (lanes past sg_r compute the first
+    # point again: symgrad_gather), the same lane code, each result's computed entries leaving
+    # by one loop over a table of their runs (a loop per run made gcc's work of a sparse
+    # Hessian's tail 3x that of the whole kernel). What the lane loop reads and writes in
+    # point order (numbers not in lane arrays) goes through buffers of W points.
     direct = dict(zip(names, lanes))
     padded = [(c, s) for c, s in zip(names, sizes) if not direct[c]]
     tail = [f"static void {name}_tail(int64_t sg_r, {', '.join(plain)}) {{"]
+    tail += [_local(t, v, n, options)[0] for t, v, n in block_locals]
     tail += [_local(T, f"sg_buf_{c}", W * s, options)[0] for c, s in padded]
+    tail += [f"    static const int32_t sg_runs_{c}[] = {{{', '.join(f'{a}, {b}' for a, b in runs)}}};"
+             for c, runs in computed.items() if runs]
+    tail += [f"    {gather}({c}, sg_r, {s}, sg_soa_{c}, {W});" for c, s, laned in zip(arg_names, sizes, lanes) if laned]
     tail += [f"    symgrad_pad_{T}({c}, sg_r, {s}, {W}, sg_buf_{c});" for c, s in padded if c in arg_names]
-    tail += [f"    {name}_block({', '.join(c if direct[c] else 'sg_buf_' + c for c in names)}, 1, sg_r);"]
+    in_tail = [f"sg_soa_{c}" if laned else f"sg_buf_{c}" for c, laned in zip(names, lanes)] + ["sg_t"]
+    tail += [f"    {name}_l{i}({', '.join(in_tail)});" for i in range(len(sched.segments))]
+    tail += [guard(c, f"{scatter}(sg_soa_{c}, sg_runs_{c}, {len(runs)}, {res_sizes[c]}, {c}, {W}, sg_r);")
+             for c, runs in computed.items() if runs]
     tail += [f"    symgrad_unpad_{T}(sg_buf_{c}, sg_r, {s}, {c});" for c, s in padded if c in res_names]
+    tail += [guard(c, f"{name}_fill_{c}({c}, sg_r);") for c in fixed]
     tail += [line for c, s in padded for line in _local(T, f"sg_buf_{c}", W * s, options)[1:]]
+    tail += [line for t, v, n in block_locals for line in _local(t, v, n, options)[1:]]
     tail += ["}", ""]
     # sg_mode & 4: no thread team (a child made by fork: the OpenMP runtime is not fork-safe)
     batch = [f"void {target.entry(name, 'batch')}(int64_t n, int sg_mode, {', '.join(plain)}) {{",
@@ -196,10 +206,9 @@ def _entry_points(sched, target, plain, options, optional=0):
         tiles += [f"    {T} {buf[c]}[{tile * res_sizes[c]}];" for c in res_names]
         tiles += [f"    {name}_fill_{c}({buf[c]}, {tile});" for c in fixed]
         tiles += ["    for (int64_t sg_i = sg_lo; sg_i < sg_hi; ++sg_i) {",
-                  f"        for (int sg_b = 0; sg_b < {tile // W}; ++sg_b) {name}_block({', '.join(args)}, 0, {W});"]
-        guard = lambda c: f"if ({c}) " if c in maybe else ""  # noqa: E731
-        tiles += [f"        {guard(c)}symgrad_stream_{T}({c} + sg_i*{tile * res_sizes[c]}, {buf[c]}, "
-                  f"{tile * res_sizes[c]}, sg_nt);" for c in res_names]
+                  f"        for (int sg_b = 0; sg_b < {tile // W}; ++sg_b) {name}_block({', '.join(args)}, 0);"]
+        tiles += ["    " + guard(c, f"symgrad_stream_{T}({c} + sg_i*{tile * res_sizes[c]}, {buf[c]}, "
+                                 f"{tile * res_sizes[c]}, sg_nt);") for c in res_names]
         tiles += ["    }", "}", ""]
         batch += ["    if (sg_mode & 3) {",
                   f"        const int64_t sg_par_min = sg_serial ? INT64_MAX : 1, sg_nb = n / {tile};",
@@ -209,7 +218,7 @@ def _entry_points(sched, target, plain, options, optional=0):
                   "    }"]
     batch += ["    {",
               f"        const int64_t sg_par_min = sg_serial ? INT64_MAX : {par_min}, sg_nb = (n - sg_done) / {W};",
-              f"        SYMGRAD_BLOCKS({name}_block({at(f'(sg_done + sg_b*{W})')}, 1, {W}))",
+              f"        SYMGRAD_BLOCKS({name}_block({at(f'(sg_done + sg_b*{W})')}, 1))",
               f"        sg_done += sg_nb * {W};",
               "    }",
               f"    if (n > sg_done) {name}_tail(n - sg_done, {at('sg_done')});", "}", ""]

@@ -16,30 +16,36 @@ static inline void small_grad_l0(const double *restrict a_x, const double *restr
     for (int sg_j = 0; sg_j < 4; ++sg_j) small_grad_s0(a_x + sg_j, a_v + sg_j, d_x + sg_j, d_v + sg_j, sg_t + sg_j);
 }
 
-static inline void small_grad_block(const double *restrict a_x, const double *restrict a_v, double *restrict d_x, double *restrict d_v, int sg_fill, int64_t sg_r) {
+static inline void small_grad_block(const double *restrict a_x, const double *restrict a_v, double *restrict d_x, double *restrict d_v, int sg_fill) {
     double sg_t[1];
     double sg_soa_a_v[8];
     double sg_soa_d_v[8];
-    if (sg_r == 4) symgrad_transpose_double(a_v, 2, sg_soa_a_v, 4); else symgrad_gather_double_double(a_v, sg_r, 2, sg_soa_a_v, 4);
+    symgrad_transpose_double(a_v, 2, sg_soa_a_v, 4);
     small_grad_l0(a_x, sg_soa_a_v, d_x, sg_soa_d_v, sg_t);
-    if (sg_r == 4) symgrad_untranspose_double(sg_soa_d_v + 0, 2, 2, d_v + 0, 4); else symgrad_scatter_double_double(sg_soa_d_v + 0, 2, 2, d_v + 0, 4, sg_r);
+    symgrad_untranspose_double(sg_soa_d_v + 0, 2, 2, d_v + 0, 4);
 }
 
 static void small_grad_tiles(int64_t sg_lo, int64_t sg_hi, int sg_nt, const double *restrict a_x, const double *restrict a_v, double *restrict d_x, double *restrict d_v) {
     double sg_tile_d_x[40];
     double sg_tile_d_v[80];
     for (int64_t sg_i = sg_lo; sg_i < sg_hi; ++sg_i) {
-        for (int sg_b = 0; sg_b < 10; ++sg_b) small_grad_block(a_x + (sg_i*40 + sg_b*4)*1, a_v + (sg_i*40 + sg_b*4)*2, sg_tile_d_x + sg_b*4, sg_tile_d_v + sg_b*8, 0, 4);
+        for (int sg_b = 0; sg_b < 10; ++sg_b) small_grad_block(a_x + (sg_i*40 + sg_b*4)*1, a_v + (sg_i*40 + sg_b*4)*2, sg_tile_d_x + sg_b*4, sg_tile_d_v + sg_b*8, 0);
         symgrad_stream_double(d_x + sg_i*40, sg_tile_d_x, 40, sg_nt);
         symgrad_stream_double(d_v + sg_i*80, sg_tile_d_v, 80, sg_nt);
     }
 }
 
 static void small_grad_tail(int64_t sg_r, const double *a_x, const double *a_v, double *d_x, double *d_v) {
+    double sg_t[1];
+    double sg_soa_a_v[8];
+    double sg_soa_d_v[8];
     double sg_buf_a_x[4];
     double sg_buf_d_x[4];
+    static const int32_t sg_runs_d_v[] = {0, 2};
+    symgrad_gather_double_double(a_v, sg_r, 2, sg_soa_a_v, 4);
     symgrad_pad_double(a_x, sg_r, 1, 4, sg_buf_a_x);
-    small_grad_block(sg_buf_a_x, a_v, sg_buf_d_x, d_v, 1, sg_r);
+    small_grad_l0(sg_buf_a_x, sg_soa_a_v, sg_buf_d_x, sg_soa_d_v, sg_t);
+    symgrad_scatter_double_double(sg_soa_d_v, sg_runs_d_v, 1, 2, d_v, 4, sg_r);
     symgrad_unpad_double(sg_buf_d_x, sg_r, 1, d_x);
 }
 
@@ -56,7 +62,7 @@ void small_grad_batch(int64_t n, int sg_mode, const double *a_x, const double *a
     }
     {
         const int64_t sg_par_min = sg_serial ? INT64_MAX : 2, sg_nb = (n - sg_done) / 4;
-        SYMGRAD_BLOCKS(small_grad_block(a_x + (sg_done + sg_b*4)*1, a_v + (sg_done + sg_b*4)*2, d_x + (sg_done + sg_b*4)*1, d_v + (sg_done + sg_b*4)*2, 1, 4))
+        SYMGRAD_BLOCKS(small_grad_block(a_x + (sg_done + sg_b*4)*1, a_v + (sg_done + sg_b*4)*2, d_x + (sg_done + sg_b*4)*1, d_v + (sg_done + sg_b*4)*2, 1))
         sg_done += sg_nb * 4;
     }
     if (n > sg_done) small_grad_tail(n - sg_done, a_x + sg_done*1, a_v + sg_done*2, d_x + sg_done*1, d_v + sg_done*2);
