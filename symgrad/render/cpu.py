@@ -7,7 +7,8 @@ the kernel has them; mode & 4: on the calling thread alone); ``K_call(n, mode, p
 batch with its pointers in one array (how symgrad calls it: library.py). The first
 ``optional`` results may be NULL: computed, not stored (the value beside a gradient: F.grad
 and F.value_and_grad run one kernel). Every point, tails and single points included, runs
-through the same block code, so results never depend on the batch size or the thread count."""
+through the same lane code in a block of W lanes (a tail's spare lanes compute its first
+point again), so results never depend on the batch size or the thread count."""
 from __future__ import annotations
 
 import math
