@@ -11,6 +11,7 @@ import re
 import numpy as np
 import sympy as sp
 from sympy.core.function import AppliedUndef
+from sympy.logic.boolalg import ITE
 
 from sympy.codegen import cfunctions as cf
 
@@ -157,6 +158,8 @@ def _node(e, args, b):
         return acc
     if f is sp.Not:
         return b.node("not", *args)
+    if f is ITE:  # if-then-else of conditions (sympy makes them of nested Piecewise conditions)
+        return b.node("select", *args)
     if f in (sp.Max, sp.Min):  # n-ary, as a chain of selects
         acc = args[0]
         for a in args[1:]:

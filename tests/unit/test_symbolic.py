@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import sympy as sp
 from sympy.codegen import cfunctions as cf
+from sympy.logic.boolalg import ITE
 
 import symgrad
 from symgrad import realfns as R
@@ -188,6 +189,9 @@ def test_from_sympy_reads_every_function_it_knows(fn):
     (sp.Rational(1, 3) * X + sp.pi * Y ** 2 - sp.E + sp.Float(0.25), (1.5, 2.0), 0.5 + 4 * math.pi - math.e + 0.25),
     (R.Abs(X) + R.Sign(Y) + R.copysign(X, Y) + R.Trunc(-X), (1.5, -2.0), 1.5 - 1 - 1.5 - 1),
     (R.Tanh(X) + R.Sech2(Y), (0.5, -1.0), math.tanh(0.5) + 1 / math.cosh(-1.0) ** 2),
+    # if-then-else of conditions (sympy makes them of nested Piecewise conditions)
+    (sp.Piecewise((X, ITE(X > 0, Y > 0, Y < -1)), (2 * X, True)), (1.0, -0.5), 2.0),
+    (sp.Piecewise((X, ITE(X > 0, Y > 0, Y < -1)), (2 * X, True)), (-1.0, -2.0), -1.0),
 ])
 @pytest.mark.parametrize("cse", [0, 2500], ids=["plain", "cse"])
 def test_from_sympy_reads_conditions_and_numbers(e, point, want, cse):
