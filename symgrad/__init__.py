@@ -12,7 +12,8 @@ from .source import Source
 from .options import Options
 
 __version__ = "0.1.0"
-__all__ = ["compile", "from_sympy", "derivative", "where", "Function", "Options", "TraceError", "CompileError", "CacheError", "CacheWarning"]
+__all__ = ["compile", "from_sympy", "derivative", "where", "Function", "Options", "TraceError", "CompileError",
+           "CacheError", "CacheWarning"]  # and the verbs of transforms/kinds.py (_verbs)
 
 
 def compile(f=None, shapes=None, *, dtype=None, options=None):

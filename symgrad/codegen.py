@@ -14,6 +14,7 @@ from pathlib import Path
 
 from .transforms.kinds import DEFAULT_KERNELS
 
+
 def functions(F, kinds):
     """(kernel kind, Function) for each kind: value, grad, hessian, jacobian, d<N>
     (transforms/kinds.kernel_kinds)."""

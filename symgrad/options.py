@@ -54,9 +54,10 @@ class Options:
     # compile time then does not grow with their size. 0: every array element by element.
     loop_min_size: int = 128
     # from_sympy runs sympy's cse on expressions of at most this many distinct subexpressions
-    # (0: never): it finds the products and sums that expressions share in any grouping, which
-    # value numbering of two-operand nodes cannot (an 11-link pendulum's forcing: 2376 ->
-    # 1479 operations, for 0.13 s; cse's time grows to seconds on 10^4 subexpressions).
+    # (and a tree at most sympy_input.TREE_PER_NODE times that; 0: never): it finds the
+    # products and sums that expressions share in any grouping, which value numbering of
+    # two-operand nodes cannot (an 11-link pendulum's forcing: 2508 -> 1500 operations, for
+    # 0.13 s; cse's time grows to seconds on 10^4 subexpressions).
     sympy_cse_nodes: int = 2500
 
     def __post_init__(self):

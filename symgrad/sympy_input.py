@@ -82,7 +82,8 @@ def program_from_sympy(exprs, args, cse_nodes=0):
         listed = ", ".join(sorted(map(str, bad))[:8])
         raise ValueError(f"the expressions depend on {listed}, which are not in args: pass them as "
                          "arguments, or substitute numbers first (expr.subs({...}))")
-    if 0 < _distinct(flat, cse_nodes + 1) <= cse_nodes and _tree_size(flat) <= TREE_PER_NODE * cse_nodes:
+    distinct, tree = _sizes(flat) if cse_nodes else (0, 0)
+    if 0 < distinct <= cse_nodes and tree <= TREE_PER_NODE * cse_nodes:
         shared, reduced = sp.cse(flat, symbols=sp.numbered_symbols(cls=sp.Dummy))
         try:
             cse_memo = dict(memo)
@@ -184,13 +185,12 @@ def _chain(b, op, args):
     return acc
 
 
-def _subexpressions(roots, cap=None, stop=()):
-    """The distinct subexpressions of ``roots`` (up to ``cap`` of them) but those in ``stop``
-    and inside them: each once, so that a deep expression sharing its parts costs its size,
-    not that of its tree (sympy's atoms and free_symbols walk the tree: exponential in the
-    depth of such sharing)."""
+def _subexpressions(roots, stop=()):
+    """The distinct subexpressions of ``roots`` but those in ``stop`` and inside them: each
+    once, so that a deep expression sharing its parts costs its size, not that of its tree
+    (sympy's atoms and free_symbols walk the tree: exponential in the depth of such sharing)."""
     seen, stack = set(), [e for e in roots if e not in stop]
-    while stack and (cap is None or len(seen) < cap):
+    while stack:
         e = stack.pop()
         if e not in seen:
             seen.add(e)
@@ -204,9 +204,9 @@ def _subexpressions(roots, cap=None, stop=()):
 TREE_PER_NODE = 20
 
 
-def _tree_size(roots):
-    """The number of nodes of the trees of ``roots`` (shared parts counted at every use),
-    from each distinct subexpression's once."""
+def _sizes(roots):
+    """(distinct subexpressions, nodes of the trees) of ``roots``: shared parts once in the
+    first, at every use in the second; one walk over the distinct ones."""
     size = {}
     for root in roots:
         stack = [(root, False)]
@@ -219,12 +219,7 @@ def _tree_size(roots):
                 stack.extend((a, False) for a in e.args if a not in size)
             else:
                 size[e] = 1 + sum(size[a] for a in e.args)
-    return sum(size[e] for e in roots)
-
-
-def _distinct(roots, cap):
-    """The number of distinct subexpressions of ``roots``, counted up to ``cap``."""
-    return len(_subexpressions(roots, cap))
+    return len(size), sum(size[e] for e in roots)
 
 
 def _record(root, b, memo):
