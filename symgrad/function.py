@@ -143,7 +143,19 @@ class Function(Callable):
         """Core shapes of the results, from the traced program (no sympy)."""
         from .transforms.kinds import result_shapes
         prog = self.traced
-        return result_shapes([o.shape for o in prog.outputs], [a.shape for a in prog.args], self._steps)
+        sparse = self._steps and kind_of(self._steps[-1][0]).pattern
+        return result_shapes([o.shape for o in prog.outputs], [a.shape for a in prog.args], self._steps,
+                             self.sparsity().nnz if sparse else None)
+
+    def sparsity(self):
+        """The sparsity.Pattern of a sparse Jacobian's or Hessian's results (which entry each
+        result is), read off the program once (pipeline.pattern)."""
+        with self._lock:
+            p = self.__dict__.get("_pattern")
+            if p is None:
+                from . import pipeline
+                p = self._pattern = pipeline.pattern(self)
+            return p
 
     def derived(self):
         """This Function's results as a Program (the IR; derivatives taken, not optimised:
@@ -333,12 +345,32 @@ class Function(Callable):
                              f"{shape}; use .jacobian or .hessian for array arguments")
         return self._derived_function((nth_name(n), (argnum,)), self._structure)
 
+    # -- sparse derivatives ---------------------------------------------------------------
+    def _sparse(self):
+        """The Function of this Jacobian's or Hessian's structural non-zeros (one result, in its
+        pattern's order: transforms/sparsity.py), made once."""
+        k = kind_of(self._steps[-1][0]).sparse if self._steps else None
+        if k is None:
+            raise ValueError(f"{self._what}: sparse= is for Jacobians and Hessians: write F.jacobian(x, sparse=True) "
+                             "or F.hessian(x, sparse=True)")
+        with self._lock:
+            f = self._derived.get("sparse")
+            if f is None:
+                f = self._derived["sparse"] = Function(self.py_name, self._source, self.dtype, args=self.args,
+                                                       options=self.options,
+                                                       steps=self._steps[:-1] + ((k, self._steps[-1][1]),))
+            return f
+
     # -- calling ------------------------------------------------------------------------
     def _call(self, *args, out=None, **kwargs):
         """A call of this Function: the Python path (library.Callable runs in C the calls
         the kernel takes as they are, once it is loaded)."""
         if out is not None and self._source.takes_out:  # f's own parameter `out`, not result arrays
             kwargs["out"], out = out, None
+        if "sparse" in kwargs:  # (unless it is a parameter of the function's own)
+            from .sparse import sparse_call, takes_sparse
+            if not takes_sparse(self):
+                return sparse_call(self, kwargs.pop("sparse"), args, kwargs, out)
         if kwargs or len(args) != len(self.args) or self._source.method:
             if self._source.method:
                 if self._steps or not args:
@@ -416,6 +448,11 @@ def _verbs(cls):
             wrt = _by_argnums(k.name, k.stacked is not None)
             wrt.__name__, wrt.__qualname__, wrt.__doc__ = f"{k.name}_wrt", f"Function.{k.name}_wrt", k.wrt
             setattr(cls, wrt.__name__, checked_keywords(wrt.__qualname__)(wrt))
+        if k.sparsity:
+            pattern = _sparsity(k.name, k.stacked is not None)
+            pattern.__name__, pattern.__qualname__ = f"{k.name}_sparsity", f"Function.{k.name}_sparsity"
+            pattern.__doc__ = k.sparsity
+            setattr(cls, pattern.__name__, checked_keywords(pattern.__qualname__)(pattern))
 
 
 def _every_argument(name):
@@ -433,6 +470,14 @@ def _by_argnums(name, stacks):
         def wrt(self, argnums):
             return self._derive(name, argnums)
     return wrt
+
+
+def _sparsity(name, stacks):
+    def pattern(self, argnums=None, *, lower=False):
+        from .sparse import pattern_matrix
+        f = self._derive(name, argnums, stack=True) if stacks else self._derive(name, argnums)
+        return pattern_matrix(f._sparse().sparsity(), lower)
+    return pattern
 
 
 _verbs(Function)

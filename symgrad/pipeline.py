@@ -20,6 +20,17 @@ def derived(fn):
     return prog
 
 
+def pattern(fn):
+    """The sparsity.Pattern of sparse Function ``fn``: of the program its earlier steps make."""
+    from .transforms.kinds import kind as kind_of
+    prog = fn._effective().program(fn.name)
+    for i, (kind, nums) in enumerate(fn._steps[:-1]):
+        prog = _step(fn, prog, kind, nums, fn._steps[:i])
+    kind, nums = fn._steps[-1]
+    with stage(fn.c_name, "sparsity pattern"):
+        return kind_of(kind).pattern(prog, nums)
+
+
 def _step(fn, prog, kind, nums, before):
     """One derivative of ``prog`` (the program of the steps ``before``), built by its kind."""
     from .transforms import derive

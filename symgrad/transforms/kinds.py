@@ -33,6 +33,9 @@ class Kind:
     wrt: str = ""                # the docstring of the Function method <name>_wrt(argnums) ("": none)
     stacked: Optional[str] = None  # the kind <name>_wrt(..., stack=True) takes
     verb: bool = False           # a module-level verb symgrad.<name>(f, argnums, ...)
+    sparse: Optional[str] = None  # the kind of its sparse form (F.jacobian(x, sparse=True))
+    sparsity: str = ""           # the docstring of the Function method <name>_sparsity(argnums) ("": none)
+    pattern: Optional[Callable] = None  # (program, argnums) -> its sparsity.Pattern: one result, its entries
 
 
 def _stacked(outs, args, nums):
@@ -61,6 +64,18 @@ def _build_jac_stacked(prog, nums, ctx):
 def _build_hessian(prog, nums, ctx):
     from . import hessian
     return hessian.hessian(prog, nums)
+
+
+def _sparse(name):
+    """(pattern, build) of the sparse kind of sparsity.py's ``name``_pattern and ``name``."""
+    def pattern(prog, nums):
+        from . import sparsity
+        return getattr(sparsity, f"{name}_pattern")(prog, nums)
+
+    def build(prog, nums, ctx):
+        from . import sparsity
+        return getattr(sparsity, name)(prog, nums, pattern(prog, nums))
+    return pattern, build
 
 
 def _build_hvp(prog, nums, ctx):
@@ -121,19 +136,30 @@ KINDS = {k.name: k for k in (
     Kind("jacobian", "Jacobian of ", False, lambda outs, args, nums: [o + args[i] for o in outs for i in nums],
          _build_jac, _loops_jacobian,  # each result becomes its Jacobian by each argument
          structure=lambda own, by, m: _each_leaf(own, lambda i: _shift(by, i * m)), verb=True,
-         stacked="jacobian_stacked",
+         stacked="jacobian_stacked", sparse="jacobian_sparse",
          doc="Jacobian: result core shape = output shape + argument shape (a tuple over arguments).",
          wrt="Jacobian by the arguments ``argnums`` (default: all). ``stack=True``: one array of core shape "
              "output shape + (total size of those arguments,), arguments flattened and concatenated in "
-             "order: what scipy's curve_fit and least_squares expect."),
+             "order: what scipy's curve_fit and least_squares expect.",
+         sparsity="Which entries of the Jacobian by ``argnums`` (default: all) are not identically zero: a "
+                  "boolean scipy.sparse.csr_array (without scipy: (rows, cols, shape)); rows are the results' "
+                  "entries, columns the arguments', each flattened and concatenated in order. What "
+                  "F.jacobian(..., sparse=True) computes."),
     Kind("jacobian_stacked", "stacked Jacobian of ", False, _stacked, _build_jac_stacked, None,
-         structure=lambda own, by, m: own, public=False),
+         structure=lambda own, by, m: own, public=False, sparse="jacobian_sparse"),
+    Kind("jacobian_sparse", "sparse Jacobian of ", False, None, _sparse("jacobian")[1], None,
+         structure=lambda own, by, m: 0, public=False, last=True, pattern=_sparse("jacobian")[0]),
     Kind("hessian", "Hessian of ", True, lambda outs, args, nums: [args[i] + args[j] for i in nums for j in nums],
          _build_hessian, lambda o, lg, sh, nums: _loops_second(o, lg, sh, nums, len(nums) ** 2),
          structure=lambda own, by, m: 0 if isinstance(by, int) else
          tuple(tuple(i * m + j for j in range(m)) for i in range(m)), verb=True,
          doc="Hessian of a scalar function: core shape s+s; tuple of tuples for several arguments.",
-         wrt="Hessian by the arguments ``argnums`` only."),
+         wrt="Hessian by the arguments ``argnums`` only.", sparse="hessian_sparse",
+         sparsity="Which entries of the Hessian by ``argnums`` (default: all) are not identically zero, as "
+                  "jacobian_sparsity; ``lower=True``: its lower triangle, what F.hessian(..., sparse='lower') "
+                  "computes."),
+    Kind("hessian_sparse", "sparse Hessian of ", True, None, _sparse("hessian")[1], None,
+         structure=lambda own, by, m: 0, public=False, last=True, pattern=_sparse("hessian")[0]),
     Kind("hvp", "Hessian-vector product of ", True, lambda outs, args, nums: [args[i] for i in nums], _build_hvp,
          lambda o, lg, sh, nums: _loops_second(o, lg, sh, nums, len(nums)), public=False, tangents=True, last=True,
          doc="Hessian-vector product of a scalar function: ``F.hvp(x, v)`` is H(x) @ v (for several arguments, "
@@ -192,15 +218,16 @@ def build_kinds():
     return (VALUE,) + tuple(n for n, k in KINDS.items() if k.doc)
 
 
-def result_shapes(outs, args, steps):
-    """Core shapes of the results after ``steps``, from the traced program's (no sympy)."""
+def result_shapes(outs, args, steps, nnz=None):
+    """Core shapes of the results after ``steps``, from the traced program's (no sympy); a
+    sparse kind's (the last step) is (``nnz``,), the size of its pattern."""
     outs, args = list(outs), list(args)
     for name, nums in steps:
         k = kind(name)
         if k.scalar and (len(outs) != 1 or outs[0] != ()):
             raise ValueError(f"{name} needs a scalar-valued function, but it returns shape "
                              f"{outs[0] if len(outs) == 1 else outs}; use .jacobian for vector-valued functions")
-        new = k.shapes(outs, args, nums)
+        new = [(nnz,)] if k.pattern is not None else k.shapes(outs, args, nums)
         if k.tangents:  # the tangents are arguments after the function's own
             args = args + [args[i] for i in nums]
         outs = new

@@ -1,0 +1,168 @@
+"""Sparsity patterns read off a program (no derivative built), and the derivative programs
+that compute exactly the entries of a pattern.
+
+A Jacobian entry d y_r / d x_c is structurally non-zero where y_r depends on x_c through
+operations whose partial by that operand is not identically zero (each op's own rule,
+ir/ops.py: floor, sign and comparisons pass nothing on). A Hessian entry (i, j) is where a
+node with a non-zero adjoint has a non-zero second partial by two operands that depend on
+x_i and x_j ("nonlinear interaction": the Hessian is the sum over nodes t of adjoint(t) times
+t's second partials times the gradients of its operands). The pattern is structural: it holds
+for every input, and an entry of it may still be 0 at a point (x*y at y = 0).
+
+Columns are the entries of the arguments ``argnums`` flattened and concatenated in order;
+Jacobian rows are the entries of every result, flattened and concatenated. Patterns are in
+CSR order (by row, then column); a Hessian's is its lower triangle (row >= column), the
+kernel computes each symmetric entry once. Programs whose arrays stayed loops are traced
+element by element first (the kinds have no loop form)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import CompileError
+from ..ir.graph import LEAVES, Graph
+from ..program import Program
+from .derive import arg_nodes, check_scalar, partials, reverse
+from .hessian import _second, edge_push
+
+
+@dataclass(frozen=True, eq=False)
+class Pattern:
+    """The structural non-zeros of a derivative: entry k is (rows[k], cols[k]) of a
+    ``shape`` matrix, in CSR order; ``lower``: a symmetric matrix's lower triangle."""
+    rows: np.ndarray
+    cols: np.ndarray
+    shape: tuple
+    lower: bool = False
+
+    @property
+    def nnz(self):
+        return len(self.rows)
+
+    def full(self):
+        """(rows, cols, take) of the whole symmetric matrix in CSR order: entry k of it is entry
+        take[k] of this lower triangle (the identity of a pattern that is not symmetric)."""
+        if not self.lower:
+            return self.rows, self.cols, np.arange(self.nnz)
+        off = self.rows != self.cols
+        rows = np.concatenate([self.rows, self.cols[off]])
+        cols = np.concatenate([self.cols, self.rows[off]])
+        take = np.concatenate([np.arange(self.nnz), np.nonzero(off)[0]])
+        order = np.lexsort((cols, rows))
+        return rows[order], cols[order], take[order]
+
+
+def _bits(x):
+    """The positions of the set bits of int ``x``, ascending."""
+    out = []
+    while x:
+        low = x & -x
+        out.append(low.bit_length() - 1)
+        x ^= low
+    return out
+
+
+def _columns(g, argnums):
+    """(the node of every column (None: never read), the dependency bitset of every node of
+    the program: bit c where it depends on column c through non-zero partials)."""
+    wrt = arg_nodes(g, argnums)
+    deps = [0] * len(g.prog.nodes)
+    for c, w in enumerate(wrt):
+        if w is not None:
+            deps[w] |= 1 << c
+    for t, n in enumerate(g.prog.nodes):
+        if n[0] in ("read", "sum"):
+            raise CompileError("a sparsity pattern of a program with loops (a bug in symgrad: the sparse kinds "
+                               "take the function traced element by element)")
+        if n[0] not in LEAVES:
+            d = 0
+            for s in partials(g, t):
+                d |= deps[s]
+            deps[t] = d
+    return wrt, deps
+
+
+def _pattern(rows, shape, lower=False):
+    """A Pattern of {row: bitset of its columns}."""
+    r, c = [], []
+    for i in sorted(rows):
+        cs = _bits(rows[i])
+        r += [i] * len(cs)
+        c += cs
+    return Pattern(np.array(r, dtype=np.int64), np.array(c, dtype=np.int64), shape, lower)
+
+
+def _ncols(prog, argnums):
+    return sum(prog.args[i].size for i in argnums)
+
+
+def jacobian_pattern(prog: Program, argnums) -> Pattern:
+    g = Graph(prog)
+    _, deps = _columns(g, argnums)
+    refs = [r for o in prog.outputs for r in o.refs]
+    rows = {i: deps[r] for i, r in enumerate(refs) if r is not None and deps[r]}
+    return _pattern(rows, (len(refs), _ncols(prog, argnums)))
+
+
+def hessian_pattern(prog: Program, argnums) -> Pattern:
+    check_scalar(prog, "the Hessian")
+    g = Graph(prog)
+    _, deps = _columns(g, argnums)
+    y = prog.outputs[0].refs[0]
+    n = _ncols(prog, argnums)
+    live, rows = {y}, {}
+    for t in range(y, -1, -1):
+        if t not in live or prog.nodes[t][0] in LEAVES:
+            continue
+        live.update(s for s in partials(g, t) if deps[s])
+        operands = prog.nodes[t][1:]
+        for i, j in _second(g, t):
+            a, b = deps[operands[i]], deps[operands[j]]
+            if not a or not b:
+                continue
+            for c in _bits(a):
+                rows[c] = rows.get(c, 0) | (b & ((2 << c) - 1))
+            for c in _bits(b):
+                rows[c] = rows.get(c, 0) | (a & ((2 << c) - 1))
+    return _pattern({i: r for i, r in rows.items() if r}, (n, n), lower=True)
+
+
+def jacobian(prog: Program, argnums, pattern: Pattern) -> Program:
+    """The entries of ``pattern`` of the Jacobian of every result by ``argnums`` (one result,
+    ``jac_nonzeros``): each row by one reverse sweep over its own columns only."""
+    g = Graph(prog)
+    wrt = arg_nodes(g, argnums)
+    refs = [r for o in prog.outputs for r in o.refs]
+    values, k = [], 0
+    while k < pattern.nnz:
+        r = int(pattern.rows[k])
+        end = k
+        while end < pattern.nnz and pattern.rows[end] == r:
+            end += 1
+        values += reverse(g, refs[r], [wrt[int(c)] for c in pattern.cols[k:end]])
+        k = end
+    return g.program([("jac_nonzeros", (pattern.nnz,), values)])
+
+
+def hessian(prog: Program, argnums, pattern: Pattern) -> Program:
+    """The entries of ``pattern`` (a lower triangle) of the Hessian by ``argnums`` (one result,
+    ``hess_nonzeros``), by the edge pushing of the dense Hessian (hessian.py): the same
+    nodes, the same bits. An entry it finds outside the pattern is a bug, refused."""
+    check_scalar(prog, "the Hessian")
+    g = Graph(prog)
+    wrt = arg_nodes(g, argnums)
+    y = prog.outputs[0].refs[0]
+    W = edge_push(g, y, wrt) if y is not None else {}
+    col = {w: c for c, w in enumerate(wrt) if w is not None}
+    entries = {}
+    for (u, v), terms in W.items():
+        if u in col and v in col:
+            i, j = col[u], col[v]
+            entries[max(i, j), min(i, j)] = g.sum(terms)
+    inside = set(zip(pattern.rows.tolist(), pattern.cols.tolist()))
+    stray = [e for e, v in entries.items() if v is not None and e not in inside]
+    if stray:
+        raise CompileError(f"the Hessian has entries {stray[:3]} outside its sparsity pattern (a bug in symgrad)")
+    return g.program([("hess_nonzeros", (pattern.nnz,),
+                       [entries.get(e) for e in zip(pattern.rows.tolist(), pattern.cols.tolist())])])

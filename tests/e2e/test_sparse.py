@@ -1,0 +1,129 @@
+"""Sparse Jacobians and Hessians, compiled: F.jacobian(x, sparse=True) and F.hessian(x,
+sparse=True / "lower") against the dense kernels bit for bit, and against finite differences
+loosely; batches as triplets; the patterns; what sparse= refuses."""
+import math
+import sys
+
+import numpy as np
+import pytest
+import scipy.sparse
+
+import symgrad
+
+N = 40  # collocation nodes
+H = 10.0 / (N - 1)
+
+
+def constraints(free):
+    """Backward-Euler collocation of a torque-driven pendulum, written over the whole vector."""
+    th, om, T = free[:N], free[N:2 * N], free[2 * N:]
+    c1 = (th[1:] - th[:-1]) / H - om[1:]
+    c2 = (om[1:] - om[:-1]) / H + 9.81 * np.sin(th[1:]) - T[1:]
+    return np.concatenate([c1, c2, np.array([th[0], th[-1] - np.pi, om[0], om[-1]])])
+
+
+def lagrangian(free, sigma, lam):
+    return sigma * H * np.sum(free[2 * N:] ** 2) + lam @ constraints(free)
+
+
+C = symgrad.compile(constraints, [(3 * N,)])
+L = symgrad.compile(lagrangian, [(3 * N,), (), (2 * N + 2,)])
+RNG = np.random.default_rng(7)
+X = RNG.normal(size=(3, 3 * N))
+LAM = RNG.normal(size=(3, 2 * N + 2))
+
+
+def test_sparse_jacobian_is_the_dense_one_bit_for_bit():
+    dense = C.jacobian(X)
+    for k in range(len(X)):
+        J = C.jacobian(X[k], sparse=True)
+        assert isinstance(J, scipy.sparse.csr_array) and J.shape == (2 * N + 2, 3 * N)
+        assert J.has_sorted_indices and J.nnz == 7 * (N - 1) + 4
+        assert np.array_equal(J.toarray(), dense[k])
+        assert np.count_nonzero(dense[k]) == J.nnz  # every structural non-zero is non-zero here
+    rows, cols, values = C.jacobian(X, sparse=True)
+    assert values.shape == (3, 7 * (N - 1) + 4)
+    assert np.array_equal(values, dense[:, rows, cols])
+
+
+def test_sparse_jacobian_against_finite_differences():
+    x, eps = X[0], 1e-6
+    J = C.jacobian(x, sparse=True).toarray()
+    fd = np.stack([(C(x + eps * e) - C(x - eps * e)) / (2 * eps) for e in np.eye(3 * N)], axis=1)
+    assert np.allclose(J, fd, rtol=1e-6, atol=1e-6)
+
+
+def test_sparse_lagrangian_hessian_lower_and_full():
+    Hd = L.hessian_wrt(0)
+    dense = Hd(X, 1.5, LAM)
+    lower = Hd(X[0], 1.5, LAM[0], sparse="lower")
+    assert isinstance(lower, scipy.sparse.csr_array)
+    assert lower.nnz == 2 * N - 1  # T's diagonal (but T[0]'s: sigma h T0^2) and sin(theta)'s
+    assert np.array_equal(lower.toarray(), np.tril(dense[0]))
+    full = Hd(X[0], 1.5, LAM[0], sparse=True)
+    assert np.array_equal(full.toarray(), dense[0])
+    rows, cols, values = Hd(X, 1.5, LAM, sparse="lower")
+    assert np.all(rows >= cols) and np.array_equal(values, dense[:, rows, cols])
+    theta = X[1, 1:N]
+    assert np.allclose(np.diag(dense[1])[1:N], -9.81 * np.sin(theta) * LAM[1, N - 1:2 * N - 2], rtol=1e-14, atol=0)
+    assert np.allclose(np.diag(dense[1])[2 * N + 1:], 2 * 1.5 * H, rtol=1e-15, atol=0)
+
+
+def test_patterns_match_what_the_kernels_compute():
+    jp = C.jacobian_sparsity()
+    assert jp.dtype == bool and jp.shape == (2 * N + 2, 3 * N)
+    assert np.array_equal(jp.toarray(), C.jacobian(X[0]) != 0)
+    hp = L.hessian_sparsity(0)
+    assert np.array_equal(hp.toarray(), L.hessian_wrt(0)(X[0], 1.0, LAM[0]) != 0)
+    assert np.array_equal(L.hessian_sparsity(0, lower=True).toarray(), np.tril(hp.toarray()))
+
+
+def test_several_arguments_and_results_stack_like_jacobian_wrt_stack():
+    def f(a, b):
+        return np.array([a[0] * b, math.exp(a[1]) - b ** 2, a[0] + a[1]])
+    F = symgrad.compile(f, [(2,), ()])
+    a, b = np.array([0.3, -0.8]), 1.7
+    J = F.jacobian(a, b, sparse=True)
+    assert np.array_equal(J.toarray(), F.jacobian_wrt((0, 1), stack=True)(a, b))
+    assert np.array_equal(F.jacobian_sparsity(1).toarray()[:, 0], [True, True, False])
+    g = symgrad.compile(lambda a, b: a[0] ** 2 * b + math.sin(a[1]), [(2,), ()])
+    Hs = g.hessian(a, b, sparse=True).toarray()
+    dense = g.hessian(a, b)
+    assert np.array_equal(Hs[:2, :2], dense[0][0]) and np.array_equal(Hs[:2, 2], dense[0][1])
+    assert Hs[2, 2] == 0 and Hs[0, 2] == 2 * a[0]
+
+
+def test_out_is_the_values_array():
+    out = np.empty(7 * (N - 1) + 4)
+    J = C.jacobian(X[0], sparse=True, out=out)
+    assert np.shares_memory(J.data, out) and np.array_equal(J.toarray(), C.jacobian(X[0]))
+
+
+def test_what_sparse_refuses():
+    with pytest.raises(ValueError, match="sparse= is for Jacobians and Hessians"):
+        L.grad(X[0], 1.0, LAM[0], sparse=True)
+    with pytest.raises(ValueError, match="sparse= is for Jacobians and Hessians"):
+        C(X[0], sparse=True)
+    with pytest.raises(ValueError, match="sparse='lower' is for Hessians"):
+        C.jacobian(X[0], sparse="lower")
+    with pytest.raises(ValueError, match="sparse must be True, False or 'lower', got 'upper'"):
+        C.jacobian(X[0], sparse="upper")
+    with pytest.raises(ValueError, match="needs a scalar-valued function"):
+        C.hessian_sparsity()
+    with pytest.raises(ValueError, match="lower=True is for Hessians"):
+        C.jacobian_sparsity(lower=True)
+    assert np.array_equal(C.jacobian(X[0], sparse=False), C.jacobian(X[0]))
+
+
+def test_a_parameter_named_sparse_is_the_functions_own():
+    F = symgrad.compile(lambda x, sparse=2.0: x * x * sparse, [()])
+    assert F.grad(3.0, sparse=5.0) == 30.0
+
+
+def test_without_scipy_results_are_triplets(monkeypatch):
+    monkeypatch.setitem(sys.modules, "scipy.sparse", None)
+    rows, cols, values = C.jacobian(X[0], sparse=True)
+    assert values.shape == (7 * (N - 1) + 4,)
+    assert np.array_equal(values, C.jacobian(X[0])[rows, cols])
+    r, c, shape = C.jacobian_sparsity()
+    assert shape == (2 * N + 2, 3 * N) and np.array_equal(r, rows) and np.array_equal(c, cols)
