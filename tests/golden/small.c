@@ -23,9 +23,9 @@ void small_value_batch(int64_t n, const double *restrict a_x, const double *rest
 
 void small_grad(const double *restrict a_x, const double *restrict a_v, double *restrict d_x, double *restrict d_v) {
     const double sg_v_x = a_x[0];
-    const double sg_v_v_0_ = a_v[0];
     const double sg_v_v_1_ = a_v[1];
     const double t0 = (sg_v_v_1_ > sg_v_x);
+    const double sg_v_v_0_ = a_v[0];
     d_x[0] = ((t0 ? 0.0 : ((1.0 / sg_v_x) / 3.0)) + (sg_v_v_0_ * cos(sg_v_x)));
     d_v[0] = sin(sg_v_x);
     d_v[1] = (t0 ? ((2.0 * sg_v_v_1_) / 3.0) : 0.0);

@@ -48,9 +48,9 @@ extern "C" __global__ void small_value_kernel(int64_t n, const double *__restric
 
 __device__ inline void small_grad(const double *__restrict__ a_x, const double *__restrict__ a_v, double *__restrict__ d_x, double *__restrict__ d_v) {
     const double sg_v_x = a_x[0];
-    const double sg_v_v_0_ = a_v[0];
     const double sg_v_v_1_ = a_v[1];
     const double t0 = (sg_v_v_1_ > sg_v_x);
+    const double sg_v_v_0_ = a_v[0];
     d_x[0] = ((t0 ? 0.0 : ((1.0 / sg_v_x) / 3.0)) + (sg_v_v_0_ * cos(sg_v_x)));
     d_v[0] = sin(sg_v_x);
     d_v[1] = (t0 ? ((2.0 * sg_v_v_1_) / 3.0) : 0.0);
