@@ -28,7 +28,7 @@ def snippets():
     return found
 
 
-EXPECT = {"minimize": 6, "least_squares": 4, "solve_ivp": 6, "multiprocessing": 1, "Dask": 1}
+EXPECT = {"minimize": 6, "least_squares": 4, "solve_ivp": 6, "Sparse": 4, "multiprocessing": 1, "Dask": 1}
 
 
 @pytest.mark.parametrize("code", snippets())
@@ -45,4 +45,4 @@ def test_readme_snippet_runs(code, tmp_path, request):
 
 def test_the_sections_hold_snippets():
     ids = [p.id for p in snippets()]
-    assert len(ids) == 6 and {i.split("-")[0] for i in ids} >= set(EXPECT), ids
+    assert len(ids) == 7 and {i.split("-")[0] for i in ids} >= set(EXPECT), ids

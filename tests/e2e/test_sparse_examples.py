@@ -1,0 +1,18 @@
+"""The sparse-problem examples run, and solve what they say they solve."""
+import warnings
+
+import numpy as np
+
+import helpers  # noqa: F401  (puts examples/ on the path)
+import brusselator
+
+
+def test_brusselator_bdf_with_the_exact_sparse_jacobian_matches_finite_differences():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # numpy.concatenate traced element by element
+        r = brusselator.main(["--points", "100", "--t-end", "5"])
+    assert r["nnz"] == 8 * 100 - 4
+    assert r["diff"] < 1e-5
+    n = 100
+    u, v = r["y"][:n], r["y"][n:]
+    assert np.all(np.isfinite(r["y"])) and 0.2 < u.min() < u.max() < 4 and 0.5 < v.min() < v.max() < 6
