@@ -449,7 +449,8 @@ def _verbs(cls):
             wrt.__name__, wrt.__qualname__, wrt.__doc__ = f"{k.name}_wrt", f"Function.{k.name}_wrt", k.wrt
             setattr(cls, wrt.__name__, checked_keywords(wrt.__qualname__)(wrt))
         if k.sparsity:
-            pattern = _sparsity(k.name, k.stacked is not None)
+            from .sparse import pattern_method
+            pattern = pattern_method(k.name, k.stacked is not None, k.symmetric)
             pattern.__name__, pattern.__qualname__ = f"{k.name}_sparsity", f"Function.{k.name}_sparsity"
             pattern.__doc__ = k.sparsity
             setattr(cls, pattern.__name__, checked_keywords(pattern.__qualname__)(pattern))
@@ -470,14 +471,6 @@ def _by_argnums(name, stacks):
         def wrt(self, argnums):
             return self._derive(name, argnums)
     return wrt
-
-
-def _sparsity(name, stacks):
-    def pattern(self, argnums=None, *, lower=False):
-        from .sparse import pattern_matrix
-        f = self._derive(name, argnums, stack=True) if stacks else self._derive(name, argnums)
-        return pattern_matrix(f._sparse().sparsity(), lower)
-    return pattern
 
 
 _verbs(Function)

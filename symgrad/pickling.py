@@ -26,6 +26,10 @@ def reduce(fn):
     shipped = cache.library_bytes(key)  # read once per process, None if never loaded here
     if shipped is not None:
         state["library"] = {"key": key, "bytes": shipped[0], "sha256": shipped[1], "info": shipped[2]}
+    sparse = fn._derived.get("sparse")  # its sparse form (F.jacobian(x, sparse=True)), where loaded here
+    shipped = cache.library_bytes(sparse.key) if sparse is not None and sparse._plan is not None else None
+    if shipped is not None:
+        state["sparse_library"] = {"key": sparse.key, "bytes": shipped[0], "sha256": shipped[1], "info": shipped[2]}
     return (PICKLE_FORMAT, build.VERSION, build.source_digest(), pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL))
 
 
@@ -54,4 +58,6 @@ def restore(fmt, version, digest, state, function, source):
             runs._kernel, runs._kernel_bits = kernel, bits
     if isinstance(state.get("library"), dict):
         f._shipped = state["library"]
+    if isinstance(state.get("sparse_library"), dict):
+        f._sparse()._shipped = state["sparse_library"]
     return f

@@ -1,6 +1,8 @@
 """Sparse derivatives as the caller gets them: a sparse Function's values (one per entry of its
 pattern, transforms/sparsity.py) made a scipy.sparse.csr_array for one point, or (rows, cols,
-values) triplets for a batch (and where scipy is not installed)."""
+values) triplets for a batch (and where scipy is not installed). ``out=`` is the values array
+(shape batch + (nnz,)): a csr result holds it as its data, so the next call into the same
+out= changes it."""
 from __future__ import annotations
 
 import inspect
@@ -18,44 +20,75 @@ def _scipy_sparse():
     return sp if hasattr(sp, "csr_array") else None
 
 
-def _csr(rows, cols, data, shape):
-    """A csr_array of entries already in CSR order (no sorting, no summing)."""
-    sp = _scipy_sparse()
-    indptr = np.zeros(shape[0] + 1, dtype=np.int64)
-    np.cumsum(np.bincount(rows, minlength=shape[0]), out=indptr[1:])
-    return sp.csr_array((data, cols.copy(), indptr), shape=shape)
+def _csr(entries, data, shape):
+    """A csr_array of ``entries`` (rows, cols, take, indptr: _entries), already in CSR order."""
+    rows, cols, _, indptr = entries
+    return _scipy_sparse().csr_array((data, cols.copy(), indptr.copy()), shape=shape)
 
 
 def _entries(pattern, lower):
-    """(rows, cols, take) of ``pattern`` as asked: a Hessian's whole symmetric matrix unless
-    ``lower`` (computed once per pattern)."""
+    """(rows, cols, take, indptr) of ``pattern`` as asked: a Hessian's whole symmetric matrix
+    unless ``lower`` (take: where each entry is among the kernel's values; None: in order),
+    computed once per pattern."""
     memo = pattern.__dict__.setdefault("_entries", {})
-    hit = memo.get(lower or not pattern.lower)
+    whole = not lower and pattern.lower
+    hit = memo.get(whole)
     if hit is None:
-        hit = (pattern.rows, pattern.cols, None) if lower or not pattern.lower else pattern.full()
-        memo[lower or not pattern.lower] = hit
+        rows, cols, take = pattern.full() if whole else (pattern.rows, pattern.cols, None)
+        indptr = np.zeros(pattern.shape[0] + 1, dtype=np.int64)
+        np.cumsum(np.bincount(rows, minlength=pattern.shape[0]), out=indptr[1:])
+        for a in (rows, cols, take, indptr):
+            if a is not None:
+                a.setflags(write=False)
+        hit = memo[whole] = (rows, cols, take, indptr)
     return hit
 
 
 def pattern_matrix(pattern, lower=False):
     """The pattern as a boolean csr_array, or (rows, cols, shape) without scipy."""
-    if lower and not pattern.lower:
-        raise ValueError("lower=True is for Hessians (a symmetric matrix); a Jacobian's pattern is all of it")
-    rows, cols, _ = _entries(pattern, lower)
+    entries = _entries(pattern, lower)
     if _scipy_sparse() is None:
-        return rows.copy(), cols.copy(), pattern.shape
-    return _csr(rows, cols, np.ones(len(rows), dtype=bool), pattern.shape)
+        return entries[0].copy(), entries[1].copy(), pattern.shape
+    return _csr(entries, np.ones(len(entries[0]), dtype=bool), pattern.shape)
 
 
 def takes_sparse(fn):
-    """Whether the user's function has a parameter named ``sparse`` (then sparse= is its own)."""
-    src = fn._source
-    if src.fn is None:
-        return False
-    try:
-        return "sparse" in inspect.signature(src.fn).parameters
-    except (TypeError, ValueError):
-        return False
+    """Whether the user's function has a parameter named ``sparse`` (then sparse= is its own),
+    asked once per Function."""
+    hit = fn.__dict__.get("_takes_sparse")
+    if hit is None:
+        hit = False
+        if fn._source.fn is not None:
+            try:
+                hit = "sparse" in inspect.signature(fn._source.fn).parameters
+            except (TypeError, ValueError):
+                pass
+        fn._takes_sparse = hit
+    return hit
+
+
+def _no_entries(fn, args, kwargs, out, nnz):
+    """The values of an empty pattern (a linear function's Hessian, a Jacobian by an argument
+    never read): no kernel, the arguments checked as a call checks them."""
+    from .calling import real_array
+    if kwargs:
+        fn, args = fn._bind_call(args, kwargs)
+    if len(args) != len(fn.args):
+        raise TypeError(f"{fn._what} takes {len(fn.args)} argument(s) "
+                        f"({', '.join(n for n, _ in fn.args)}), got {len(args)}")
+    batches = []
+    for (name, core), x in zip(fn.args, args):
+        arr = real_array(x, name, fn.dtype)
+        if arr.ndim < len(core) or arr.shape[arr.ndim - len(core):] != core:
+            raise ValueError(f"argument {name!r} must have trailing (core) shape {core}, got an array of shape {arr.shape}")
+        batches.append(arr.shape[:arr.ndim - len(core)])
+    shape = np.broadcast_shapes(*batches) + (nnz,)
+    if out is None:
+        return np.zeros(shape, dtype=fn.dtype)
+    if not isinstance(out, np.ndarray) or out.shape != shape or out.dtype != fn.dtype:
+        raise ValueError(f"out= must be a {fn.dtype} array of shape {shape} (the values), got "
+                         f"{getattr(out, 'dtype', type(out).__name__)} {getattr(out, 'shape', '')}")
+    return out
 
 
 def sparse_call(fn, mode, args, kwargs, out):
@@ -69,12 +102,33 @@ def sparse_call(fn, mode, args, kwargs, out):
     else:
         raise ValueError(f"sparse must be True, False or 'lower', got {mode!r}")
     f = fn._sparse()
-    if lower and not f.sparsity().lower:
-        raise ValueError("sparse='lower' is for Hessians (a symmetric matrix); a Jacobian takes sparse=True")
-    values = f(*args, out=out, **kwargs)
     pattern = f.sparsity()
-    rows, cols, take = _entries(pattern, lower)
-    data = values if take is None else values[..., take]
+    if lower and not pattern.lower:
+        raise ValueError("sparse='lower' is for Hessians (a symmetric matrix); a Jacobian takes sparse=True")
+    entries = _entries(pattern, lower)
+    if out is not None and entries[2] is not None:
+        raise ValueError("out= with F.hessian(..., sparse=True): the kernel computes the lower triangle, which "
+                         "the whole matrix repeats; pass sparse='lower' to fill out= with its values")
+    if pattern.nnz:
+        values = f(*args, out=out, **kwargs)
+    else:
+        values = _no_entries(f, args, kwargs, out, 0)
+    data = values if entries[2] is None else values[..., entries[2]]
     if values.ndim == 1 and _scipy_sparse() is not None:
-        return _csr(rows, cols, data, pattern.shape)
-    return rows.copy(), cols.copy(), data
+        return _csr(entries, data, pattern.shape)
+    return entries[0].copy(), entries[1].copy(), data
+
+
+def pattern_method(name, stacks, symmetric):
+    """Function.<name>_sparsity: the pattern of derivative kind ``name`` as a boolean matrix
+    (symmetric kinds take ``lower``)."""
+    def matrix(self, argnums, lower):
+        f = self._derive(name, argnums, stack=True) if stacks else self._derive(name, argnums)
+        return pattern_matrix(f._sparse().sparsity(), lower)
+    if symmetric:
+        def pattern(self, argnums=None, *, lower=False):
+            return matrix(self, argnums, lower)
+    else:
+        def pattern(self, argnums=None):
+            return matrix(self, argnums, False)
+    return pattern

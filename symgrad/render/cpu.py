@@ -11,8 +11,11 @@ through the same lane code in a block of W lanes (a tail's spare lanes compute i
 point again), so results never depend on the batch size or the thread count."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import math
 
+from ..ir.ops import LIBRARY
 from .c import Printer
 from .schedule import segment_lines
 from .schedule import schedule
@@ -29,6 +32,8 @@ def render(prog, name, target, vector_bits, options, title=None, optional=0) -> 
     if wide:
         target = target.widened()
     sched = schedule(prog, name, options, fixed_group=4)
+    if any(n[0] in LIBRARY for n in prog.nodes):
+        target = replace(target, vector_calls=True)
     T = target.real
     args, res = [a.name for a in sched.args], [r.name for r in sched.results]
     plain = [f"const {T} *{c}" for c in args] + [f"{T} *{c}" for c in res]

@@ -39,6 +39,7 @@ class Target:
     large_flags: tuple = ()   # a kernel past Options.large_kernel_ops: cheaper to compile
     link_flags: tuple = ()    # linking object files into a library
     libs: tuple = ("-lm",)
+    vector_calls: bool = False  # a cpu kernel whose lane loops call maths functions (libmvec's, vectorised)
 
     def entry(self, kernel, what="point"):
         """The name of one entry point of a kernel: point (one point), batch (n points),

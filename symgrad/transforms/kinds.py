@@ -35,6 +35,7 @@ class Kind:
     verb: bool = False           # a module-level verb symgrad.<name>(f, argnums, ...)
     sparse: Optional[str] = None  # the kind of its sparse form (F.jacobian(x, sparse=True))
     sparsity: str = ""           # the docstring of the Function method <name>_sparsity(argnums) ("": none)
+    symmetric: bool = False      # a symmetric matrix: its sparse form holds the lower triangle
     pattern: Optional[Callable] = None  # (program, argnums) -> its sparsity.Pattern: one result, its entries
 
 
@@ -157,7 +158,7 @@ KINDS = {k.name: k for k in (
          wrt="Hessian by the arguments ``argnums`` only.", sparse="hessian_sparse",
          sparsity="Which entries of the Hessian by ``argnums`` (default: all) are not identically zero, as "
                   "jacobian_sparsity; ``lower=True``: its lower triangle, what F.hessian(..., sparse='lower') "
-                  "computes."),
+                  "computes.", symmetric=True),
     Kind("hessian_sparse", "sparse Hessian of ", True, None, _sparse("hessian")[1], None,
          structure=lambda own, by, m: 0, public=False, last=True, pattern=_sparse("hessian")[0]),
     Kind("hvp", "Hessian-vector product of ", True, lambda outs, args, nums: [args[i] for i in nums], _build_hvp,

@@ -206,3 +206,37 @@ def test_unbound_method_function_refuses_pickling_bound_one_travels():
     m = Model(3.0)
     back = pickle.loads(pickle.dumps(m.energy.grad))
     assert back(2.0) == 12.0
+
+
+SPARSE_MAKER = """
+    import pickle, sys
+    import numpy as np
+    import symgrad
+
+    def v(x):
+        return np.array([x[0] * x[1], np.sin(x[2]), x[0] ** 3])
+
+    V = symgrad.compile(v, shapes=[(3,)])
+    x = np.array([0.3, 0.7, -1.2])
+    with open(sys.argv[1], "wb") as fh:
+        pickle.dump((V.jacobian, x, V.jacobian(x, sparse=True).toarray()), fh)
+"""
+
+SPARSE_LOADER = """
+    import pickle, sys
+    import numpy as np
+    with open(sys.argv[1], "rb") as fh:
+        J, x, expected = pickle.load(fh)
+    got = J(x, sparse=True)
+    print(got.nnz, np.array_equal(got.toarray(), expected))
+"""
+
+
+def test_a_sparse_jacobian_travels_with_its_kernel_to_a_worker_without_compiler(tmp_path):
+    made, loader = tmp_path / "maker", tmp_path / "loader"
+    made.mkdir()
+    loader.mkdir()
+    run_python(SPARSE_MAKER, made, tmp_path / "j.pkl", SYMGRAD_CACHE_DIR=tmp_path / "cache")
+    r = run_python(SPARSE_LOADER, loader, tmp_path / "j.pkl", SYMGRAD_CACHE_DIR=tmp_path / "other-cache",
+                   CC="no-such-cc-symgrad")
+    assert r.lines == ["4 True"]
