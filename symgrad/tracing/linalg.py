@@ -1,6 +1,7 @@
-"""Stand-ins for numpy.linalg on traced values: closed forms of det, inv, solve and slogdet
-for small fixed sizes, cholesky, norm and 2x2 eigvalsh at any size; the rest (iterative or
-pivoting algorithms whose steps depend on the data) refused with a TraceError saying so."""
+"""Stand-ins for numpy.linalg on traced values: det, inv, solve and slogdet (closed forms up
+to 4x4, LU with partial pivoting beyond), cholesky, norm and 2x2 eigvalsh at any size; the
+rest (iterative algorithms whose number of steps depends on the data) refused with a
+TraceError saying so."""
 from __future__ import annotations
 
 import math
@@ -8,18 +9,19 @@ import math
 import numpy as np
 
 from ..errors import TraceError
+from .lazy import LazyArray, Unrollable
 from .registry import register
 from .ufuncs import _frompyfunc, as_array, elementwise, holds_traced, numeric, obj, refusing, result, traced
 from .values import Condition, TracedArray, Value, apply, user_site, where
 
-MAX_DIRECT = 4  # det, inv, solve, slogdet: closed forms up to this size
+MAX_DIRECT = 4  # det, inv, solve, slogdet: closed forms up to this size, LU with pivoting beyond
 
 
 def _refused(name):
     return refusing(getattr(np.linalg, name), lambda: (
-        f"np.linalg.{name} of traced values at {user_site()}: symgrad traces np.linalg.det, inv, solve, slogdet "
-        "(up to 4x4), eigvalsh (2x2), norm and cholesky (any size); "
-        f"{name} needs an iterative or pivoting algorithm whose steps depend on the data"))
+        f"np.linalg.{name} of traced values at {user_site()}: symgrad traces np.linalg.det, inv, solve, slogdet, "
+        "norm and cholesky (any size) and eigvalsh (2x2); "
+        f"{name} needs an iterative algorithm whose number of steps depends on the data"))
 
 
 for _name in ("svd", "eig", "eigh", "eigvals", "qr", "lstsq", "pinv", "matrix_rank", "cond", "tensorsolve",
@@ -28,7 +30,78 @@ for _name in ("svd", "eig", "eigh", "eigvals", "qr", "lstsq", "pinv", "matrix_ra
         register(np, f"linalg.{_name}", bound=True)(_refused(_name))
 
 
+def _not(c):
+    return (not c) if isinstance(c, (bool, np.bool_)) else ~c
+
+
+def _and(a, b):
+    if isinstance(a, (bool, np.bool_)):
+        return b if a else False
+    if isinstance(b, (bool, np.bool_)):
+        return a if b else False
+    return a & b
+
+
+def _lu(m, rhs):
+    """Gaussian elimination with partial pivoting, as LAPACK's getrf chooses pivots (the first
+    row of largest magnitude in the column), unrolled into selects: which row is the pivot is
+    a condition of each row, so the program stays one straight line and its derivatives are
+    the exact derivatives of the function (away from ties of magnitudes). ``rhs``: n rows of
+    right-hand-side columns, carried along. Returns (U as rows, the transformed rhs, the
+    condition of each step that no row was exchanged)."""
+    n = len(m)
+    a, r, kept = [list(row) for row in m], [list(row) for row in rhs], []
+    for k in range(n):
+        best, better = abs(a[k][k]), []
+        for i in range(k + 1, n):  # the scan: is row i larger than every row before it?
+            v = abs(a[i][k])
+            c = v > best
+            better.append(c)
+            best = where(c, v, best)
+        chosen, none_after = {}, True  # row i is the pivot: it is larger, and no later row is
+        for i in range(n - 1, k, -1):
+            chosen[i] = _and(better[i - k - 1], none_after)
+            none_after = _and(none_after, _not(better[i - k - 1]))
+        kept.append(none_after)
+        pivot, prhs = a[k][k:], r[k]
+        for i in range(k + 1, n):
+            pivot = [where(chosen[i], x, p) for x, p in zip(a[i][k:], pivot)]
+            prhs = [where(chosen[i], x, p) for x, p in zip(r[i], prhs)]
+        for i in range(k + 1, n):  # the pivot's old row k moves to where the pivot was
+            row = [where(chosen[i], x, y) for x, y in zip(a[k][k:], a[i][k:])]
+            rr = [where(chosen[i], x, y) for x, y in zip(r[k], r[i])]
+            f = row[0] / pivot[0]
+            a[i][k + 1:] = [x - f * p for x, p in zip(row[1:], pivot[1:])]
+            r[i] = [x - f * p for x, p in zip(rr, prhs)]
+        a[k][k:], r[k] = pivot, prhs
+    return a, r, kept
+
+
+def _lu_solve(m, rhs):
+    """X with m X = rhs (n x q, as rows), by _lu and back substitution."""
+    n = len(m)
+    u, r, _ = _lu(m, rhs)
+    x = [None] * n
+    for i in range(n - 1, -1, -1):
+        row = []
+        for q in range(len(r[i])):
+            s = r[i][q]
+            for j in range(i + 1, n):
+                s = s - u[i][j] * x[j][q]
+            row.append(s / u[i][i])
+        x[i] = row
+    return x
+
+
+def _lu_det(m):
+    """(the sign of each exchange, U's diagonal): det = product of both."""
+    u, _, kept = _lu(m, [[] for _ in m])
+    return [where(k, 1.0, -1.0) for k in kept], [u[i][i] for i in range(len(m))]
+
+
 def _matrices(a, fn_name, max_n=None):
+    if isinstance(a, LazyArray):  # (a clearer warning than the conversion's)
+        raise Unrollable(f"np.linalg.{fn_name} of a large array at {user_site()}")
     a = as_array(a) if isinstance(a, (list, tuple, Value, Condition)) else a
     if a.ndim < 2:
         raise np.linalg.LinAlgError(f"{a.ndim}-dimensional array given. Array must be at least two-dimensional")
@@ -70,12 +143,22 @@ def _batched(a, per_matrix, out_tail):
     return out[()] if out.ndim == 0 else out.view(TracedArray)
 
 
+def _det_any(m):
+    if len(m) <= MAX_DIRECT:
+        return _det(m)
+    signs, diag = _lu_det(m)
+    d = signs[0] * diag[0]
+    for s, u in zip(signs[1:], diag[1:]):
+        d = d * s * u
+    return d
+
+
 @register(np, "linalg.det")
 def _linalg_det(a):
     if not holds_traced([a]):
         return np.linalg.det(numeric(a))
-    a, n = _matrices(a, "det", MAX_DIRECT)
-    return _batched(a, _det, ())
+    a, n = _matrices(a, "det")
+    return _batched(a, _det_any, ())
 
 
 def _adjugate_inverse(m):
@@ -92,30 +175,57 @@ def _adjugate_inverse(m):
     return inv
 
 
+def _inverse(m):
+    n = len(m)
+    if n <= MAX_DIRECT:
+        return _adjugate_inverse(m)
+    return np.array(_lu_solve(m, [[1.0 if i == j else 0.0 for j in range(n)] for i in range(n)]), dtype=object)
+
+
 @register(np, "linalg.inv")
 def _linalg_inv(a):
     if not holds_traced([a]):
         return np.linalg.inv(numeric(a))
-    a, n = _matrices(a, "inv", MAX_DIRECT)
-    return _batched(a, lambda m: _adjugate_inverse(m), (n, n))
+    a, n = _matrices(a, "inv")
+    return _batched(a, _inverse, (n, n))
 
 
 @register(np, "linalg.solve")
 def _linalg_solve(a, b):
     if not holds_traced([a, b]):
         return np.linalg.solve(numeric(a), numeric(b))
-    a, n = _matrices(a, "solve", MAX_DIRECT)
+    a, n = _matrices(a, "solve")
     b = obj(b)
     if a.ndim != 2:
         raise TraceError(f"np.linalg.solve of a batch of traced matrices at {user_site()}: solve one system "
                          "a call (symgrad batches the whole function instead)")
-    return result(np.dot(_adjugate_inverse(_rows(a)).view(TracedArray), b))
+    if n <= MAX_DIRECT:
+        return result(np.dot(_adjugate_inverse(_rows(a)).view(TracedArray), b))
+    if b.ndim not in (1, 2) or b.shape[0] != n:
+        raise ValueError(f"solve: b of shape {b.shape} does not match a {n}x{n} matrix (expected ({n},) or ({n}, k))")
+    cols = b.reshape(n, -1)
+    x = np.array(_lu_solve(_rows(a), [list(row) for row in cols]), dtype=object)
+    return result(x.reshape(b.shape).view(TracedArray))
 
 
 @register(np, "linalg.slogdet")
 def _linalg_slogdet(a):
     if not holds_traced([a]):
         return np.linalg.slogdet(numeric(a))
+    a, n = _matrices(a, "slogdet")
+    if n > MAX_DIRECT:  # from U's diagonal: a product of n numbers would overflow where its log does not
+        def parts(m):
+            signs, diag = _lu_det(m)
+            sign, logabs = signs[0], 0.0
+            for s, u in zip(signs[1:] + [1.0], diag):
+                sign = sign * s * elementwise(_frompyfunc(np.sign), (u,))
+            for u in diag:
+                logabs = logabs + elementwise(_frompyfunc(np.log), (elementwise(_frompyfunc(np.absolute), (u,)),))
+            return np.array([sign, logabs], dtype=object)
+        both = _batched(a, parts, (2,))
+        sign, logabs = result(np.asarray(both)[..., 0]), result(np.asarray(both)[..., 1])
+        return np.linalg._linalg.SlogdetResult(sign, logabs) \
+            if hasattr(np.linalg, "_linalg") and hasattr(np.linalg._linalg, "SlogdetResult") else (sign, logabs)
     d = _linalg_det(a)
     sign = elementwise(_frompyfunc(np.sign), (d,))
     logabs = elementwise(_frompyfunc(np.log), (elementwise(_frompyfunc(np.absolute), (d,)),))

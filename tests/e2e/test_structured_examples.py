@@ -1,4 +1,4 @@
-"""The sparse-problem examples run, and solve what they say they solve."""
+"""The examples of large and structured problems run, and solve what they say they solve."""
 import warnings
 
 import numpy as np
@@ -16,3 +16,9 @@ def test_brusselator_bdf_with_the_exact_sparse_jacobian_matches_finite_differenc
     n = 100
     u, v = r["y"][:n], r["y"][n:]
     assert np.all(np.isfinite(r["y"])) and 0.2 < u.min() < u.max() < 4 and 0.5 < v.min() < v.max() < 6
+
+
+def test_pendulum_with_the_solve_in_the_kernel_matches_numpys_solve():
+    import pendulum_solve
+    r = pendulum_solve.main(["--links", "6", "--states", "2000"])
+    assert r["err"] < 1e-11
