@@ -35,7 +35,7 @@ def trace(fn, shapes=None, prefix=(), spec=(), consts=None, loop_min=0, dtype="f
         try:
             return _trace(fn, shapes, prefix, spec, consts, loop_min, dtype)
         except Unrollable as e:
-            if e.large:  # small arrays only: unrolled is what they would be anyway
+            if e.large and not getattr(e, "quiet", False):  # small arrays: unrolled is what they would be anyway
                 progress.warning("symgrad: %s: %s, which symgrad cannot keep as a loop: its arrays are "
                                  "traced element by element (compile time grows with their size)",
                                  getattr(fn, "__qualname__", fn), e.args[0])

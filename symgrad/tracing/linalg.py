@@ -1,7 +1,7 @@
-"""Stand-ins for numpy.linalg on traced values: det, inv, solve and slogdet (closed forms up
-to 4x4, LU with partial pivoting beyond), cholesky, norm and 2x2 eigvalsh at any size; the
-rest (iterative algorithms whose number of steps depends on the data) refused with a
-TraceError saying so."""
+"""Stand-ins for numpy.linalg on traced values: det, inv, solve and slogdet (LU with partial
+pivoting, as LAPACK's getrf), cholesky, norm and 2x2 eigvalsh at any size; the rest
+(iterative algorithms whose number of steps depends on the data) refused with a TraceError
+saying so."""
 from __future__ import annotations
 
 import math
@@ -12,9 +12,10 @@ from ..errors import TraceError
 from .lazy import LazyArray, Unrollable
 from .registry import register
 from .ufuncs import _frompyfunc, as_array, elementwise, holds_traced, numeric, obj, refusing, result, traced
-from .values import Condition, TracedArray, Value, apply, user_site, where
+from .values import Condition, TracedArray, Value, _plain, apply, user_site, where
 
-MAX_DIRECT = 4  # det, inv, solve, slogdet: closed forms up to this size, LU with pivoting beyond
+MAX_DIRECT = 1  # det, inv, solve, slogdet: LU with partial pivoting beyond this size (closed forms of
+# 4x4 lost most digits of ill-conditioned systems, and overflowed at entries of 1e150)
 
 
 def _refused(name):
@@ -52,9 +53,9 @@ def _lu(m, rhs):
     n = len(m)
     a, r, kept = [list(row) for row in m], [list(row) for row in rhs], []
     for k in range(n):
-        best, better = abs(a[k][k]), []
+        best, better = _plain(abs(a[k][k])), []
         for i in range(k + 1, n):  # the scan: is row i larger than every row before it?
-            v = abs(a[i][k])
+            v = _plain(abs(a[i][k]))
             c = v > best
             better.append(c)
             best = where(c, v, best)
@@ -67,14 +68,23 @@ def _lu(m, rhs):
         for i in range(k + 1, n):
             pivot = [where(chosen[i], x, p) for x, p in zip(a[i][k:], pivot)]
             prhs = [where(chosen[i], x, p) for x, p in zip(r[i], prhs)]
+        p = _plain(pivot[0])  # a zero pivot (a column of zeros): no elimination, as getrf skips it
+        divisor = where(p == 0, 1.0, p) if isinstance(p == 0, Condition) else (1.0 if p == 0 else p)
         for i in range(k + 1, n):  # the pivot's old row k moves to where the pivot was
             row = [where(chosen[i], x, y) for x, y in zip(a[k][k:], a[i][k:])]
             rr = [where(chosen[i], x, y) for x, y in zip(r[k], r[i])]
-            f = row[0] / pivot[0]
+            f = row[0] / divisor
             a[i][k + 1:] = [x - f * p for x, p in zip(row[1:], pivot[1:])]
             r[i] = [x - f * p for x, p in zip(rr, prhs)]
         a[k][k:], r[k] = pivot, prhs
     return a, r, kept
+
+
+def _nonzero(u):
+    """``u``, a divisor: a constant 0 (singular whatever the traced entries) raises as numpy does."""
+    if isinstance(_plain(u), (int, float)) and _plain(u) == 0:
+        raise np.linalg.LinAlgError("Singular matrix")
+    return u
 
 
 def _lu_solve(m, rhs):
@@ -83,6 +93,7 @@ def _lu_solve(m, rhs):
     u, r, _ = _lu(m, rhs)
     x = [None] * n
     for i in range(n - 1, -1, -1):
+        _nonzero(u[i][i])
         row = []
         for q in range(len(r[i])):
             s = r[i][q]
@@ -100,8 +111,10 @@ def _lu_det(m):
 
 
 def _matrices(a, fn_name, max_n=None):
-    if isinstance(a, LazyArray):  # (a clearer warning than the conversion's)
-        raise Unrollable(f"np.linalg.{fn_name} of a large array at {user_site()}")
+    if isinstance(a, LazyArray):  # traced element by element, as it must be: no warning
+        e = Unrollable(f"np.linalg.{fn_name} of a large array at {user_site()}")
+        e.quiet = True
+        raise e
     a = as_array(a) if isinstance(a, (list, tuple, Value, Condition)) else a
     if a.ndim < 2:
         raise np.linalg.LinAlgError(f"{a.ndim}-dimensional array given. Array must be at least two-dimensional")
@@ -113,21 +126,6 @@ def _matrices(a, fn_name, max_n=None):
                          f"{fn_name} in closed form up to {max_n}x{max_n}; for larger systems write the "
                          "algorithm with the matrix's structure (np.linalg.cholesky works at any size)")
     return a, n
-
-
-def _det(m):
-    """Laplace expansion along the first row (exact; for the small sizes it is used at)."""
-    n = len(m)
-    if n == 1:
-        return m[0][0]
-    if n == 2:
-        return m[0][0] * m[1][1] - m[0][1] * m[1][0]
-    total = 0.0
-    for j in range(n):
-        minor = [row[:j] + row[j + 1:] for row in m[1:]]
-        term = m[0][j] * _det(minor)
-        total = total + term if j % 2 == 0 else total - term
-    return total
 
 
 def _rows(mat):
@@ -143,14 +141,22 @@ def _batched(a, per_matrix, out_tail):
     return out[()] if out.ndim == 0 else out.view(TracedArray)
 
 
-def _det_any(m):
-    if len(m) <= MAX_DIRECT:
-        return _det(m)
+def _slogdet(m):
+    """(sign, log|det|) from U's diagonal and the exchanges."""
     signs, diag = _lu_det(m)
-    d = signs[0] * diag[0]
-    for s, u in zip(signs[1:], diag[1:]):
-        d = d * s * u
-    return d
+    sign, logabs = 1.0, 0.0
+    for s, u in zip(signs, diag):
+        sign = sign * s * elementwise(_frompyfunc(np.sign), (u,))
+        logabs = logabs + elementwise(_frompyfunc(np.log), (elementwise(_frompyfunc(np.absolute), (u,)),))
+    return where(sign == 0, 0.0, sign), logabs  # (0, not -0, for a singular matrix: numpy's)
+
+
+def _det_any(m):
+    """det as numpy computes it, sign * exp(log|det|): no overflow of a partial product."""
+    if len(m) <= MAX_DIRECT:
+        return m[0][0] if m else 1.0
+    sign, logabs = _slogdet(m)
+    return sign * elementwise(_frompyfunc(np.exp), (logabs,))
 
 
 @register(np, "linalg.det")
@@ -161,24 +167,10 @@ def _linalg_det(a):
     return _batched(a, _det_any, ())
 
 
-def _adjugate_inverse(m):
-    n = len(m)
-    d = _det(m)
-    if n == 1:
-        return np.array([[1.0 / d]], dtype=object)
-    inv = np.empty((n, n), dtype=object)
-    for i in range(n):
-        for j in range(n):
-            minor = [row[:i] + row[i + 1:] for k, row in enumerate(m) if k != j]
-            c = _det(minor)
-            inv[i, j] = (c if (i + j) % 2 == 0 else -c) / d
-    return inv
-
-
 def _inverse(m):
     n = len(m)
     if n <= MAX_DIRECT:
-        return _adjugate_inverse(m)
+        return np.array([[1.0 / _nonzero(m[0][0])]] if n else np.zeros((0, 0)), dtype=object)
     return np.array(_lu_solve(m, [[1.0 if i == j else 0.0 for j in range(n)] for i in range(n)]), dtype=object)
 
 
@@ -199,13 +191,17 @@ def _linalg_solve(a, b):
     if a.ndim != 2:
         raise TraceError(f"np.linalg.solve of a batch of traced matrices at {user_site()}: solve one system "
                          "a call (symgrad batches the whole function instead)")
+    if b.ndim == 0 or (b.shape[0] if b.ndim == 1 else b.shape[-2]) != n:
+        raise ValueError(f"solve: b of shape {b.shape} does not match a {n}x{n} matrix: expected ({n},) "
+                         f"or (..., {n}, k)")
+    axis = 0 if b.ndim == 1 else b.ndim - 2  # the axis of the equations; the others are right-hand sides
+    cols = np.moveaxis(b, axis, 0)
+    flat = cols.reshape(n, -1)
     if n <= MAX_DIRECT:
-        return result(np.dot(_adjugate_inverse(_rows(a)).view(TracedArray), b))
-    if b.ndim not in (1, 2) or b.shape[0] != n:
-        raise ValueError(f"solve: b of shape {b.shape} does not match a {n}x{n} matrix (expected ({n},) or ({n}, k))")
-    cols = b.reshape(n, -1)
-    x = np.array(_lu_solve(_rows(a), [list(row) for row in cols]), dtype=object)
-    return result(x.reshape(b.shape).view(TracedArray))
+        x = flat / _nonzero(a[0, 0]) if n else flat
+    else:
+        x = np.array(_lu_solve(_rows(a), [list(row) for row in flat]), dtype=object).reshape(n, -1)
+    return result(np.moveaxis(x.reshape(cols.shape), 0, axis).view(TracedArray))
 
 
 @register(np, "linalg.slogdet")
@@ -214,15 +210,7 @@ def _linalg_slogdet(a):
         return np.linalg.slogdet(numeric(a))
     a, n = _matrices(a, "slogdet")
     if n > MAX_DIRECT:  # from U's diagonal: a product of n numbers would overflow where its log does not
-        def parts(m):
-            signs, diag = _lu_det(m)
-            sign, logabs = signs[0], 0.0
-            for s, u in zip(signs[1:] + [1.0], diag):
-                sign = sign * s * elementwise(_frompyfunc(np.sign), (u,))
-            for u in diag:
-                logabs = logabs + elementwise(_frompyfunc(np.log), (elementwise(_frompyfunc(np.absolute), (u,)),))
-            return np.array([sign, logabs], dtype=object)
-        both = _batched(a, parts, (2,))
+        both = _batched(a, lambda m: np.array(_slogdet(m), dtype=object), (2,))
         sign, logabs = result(np.asarray(both)[..., 0]), result(np.asarray(both)[..., 1])
         return np.linalg._linalg.SlogdetResult(sign, logabs) \
             if hasattr(np.linalg, "_linalg") and hasattr(np.linalg._linalg, "SlogdetResult") else (sign, logabs)

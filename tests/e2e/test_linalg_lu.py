@@ -90,3 +90,26 @@ def test_30x30_on_the_ir():
     lam = np.linalg.solve(A.T, w)
     assert np.allclose(gA, -np.outer(lam, x), rtol=1e-10, atol=1e-12)
     assert np.allclose(gb, lam, rtol=1e-10, atol=1e-12) and np.allclose(gw, x, rtol=1e-12, atol=1e-13)
+
+
+def test_what_the_review_found():
+    """Singular matrices (det 0 and slogdet (0, -inf) as numpy), a determinant whose partial
+    products overflow, stacked right-hand sides at small sizes, constants mixed with traced
+    entries, slogdet's result stacked, a matrix singular whatever the traced entries."""
+    n = 5
+    D = symgrad.compile(lambda A: np.linalg.det(A), [(n, n)])
+    S = symgrad.compile(lambda A: np.stack(np.linalg.slogdet(A)), [(n, n)])
+    singular = np.arange(25.0).reshape(5, 5)
+    assert D(singular) == 0.0 and np.array_equal(S(singular), [0.0, -np.inf])
+    scaled = (np.eye(n) + 1e-3 * np.random.default_rng(0).normal(size=(n, n))) * np.array([1e200, 1e200, 1e-200,
+                                                                                          1e-200, 1.0])[:, None]
+    assert D(scaled) == pytest.approx(np.linalg.det(scaled), rel=1e-12)
+    for m in (3, 6):
+        F = symgrad.compile(lambda A, B: np.linalg.solve(A, B), [(m, m), (2, m, 1)])
+        A, B = _matrices(m, 9)[2], np.random.default_rng(9).normal(size=(2, m, 1))
+        assert np.allclose(F(A, B), np.linalg.solve(A, B), rtol=1e-12, atol=1e-13)
+    T = symgrad.compile(lambda d: np.linalg.det(np.eye(6, k=1) + np.eye(6, k=-1) + np.diag(d)), [(6,)])
+    d = np.array([2.0, 3.0, -1.5, 4.0, 2.5, -3.0])
+    assert T(d) == pytest.approx(np.linalg.det(np.eye(6, k=1) + np.eye(6, k=-1) + np.diag(d)), rel=1e-13)
+    with pytest.raises(np.linalg.LinAlgError, match="Singular matrix"):
+        symgrad.compile(lambda b: np.linalg.solve(np.ones((5, 5)), b), [(5,)])(np.ones(5))
