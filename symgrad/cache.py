@@ -242,6 +242,9 @@ def _remove_unlisted(d, key, listed, min_age):
             pass
 
 
+_LIBRARY_NAME = re.compile(rf"_sg_(.+)-[0-9a-f]{{16}}{re.escape(EXT)}")
+
+
 def sweep(d, max_age=86400.0):
     """Remove build and temporary files of builds that died, and libraries no metadata lists
     (left by processes that wrote the same entry at once), older than ``max_age`` s."""
@@ -250,10 +253,15 @@ def sweep(d, max_age=86400.0):
         entries = list(os.scandir(d))
     except OSError:
         return
+    libraries = {}  # key -> how many libraries it has (file names alone: one directory listing)
     for e in entries:
-        if e.name.endswith(".json") and e.name.startswith("_sg_"):
-            key = e.name[4:-5]
-            try:
+        m = _LIBRARY_NAME.fullmatch(e.name)
+        if m:
+            libraries[m.group(1)] = libraries.get(m.group(1), 0) + 1
+    for e in entries:
+        if e.name.endswith(".json") and e.name.startswith("_sg_") and libraries.get(e.name[4:-5], 0) > 1:
+            key = e.name[4:-5]  # (a key with one library has nothing to sweep: read no metadata, glob nothing;
+            try:                # per key, that was seconds for a cache of 1500 entries)
                 fd = _open_own(Path(e.path))
                 listed = json.loads(_read_all(fd).decode()).get("library") if fd is not None else None
                 os.close(fd)
