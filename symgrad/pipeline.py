@@ -84,8 +84,10 @@ def kernel(fn):
         if fn.loops:
             from .render.loops import render_loops
             return render_loops(prog, fn.c_name, target, fn.options, title=fn.title), vector_bits()
+        from .transforms.kinds import kind as kind_of
+        sparse = bool(fn._steps) and kind_of(fn._steps[-1][0]).pattern is not None
         return render(prog, fn.c_name, target, vector_bits(), fn.options, title=fn.title,
-                      optional=fn._optional), vector_bits()
+                      optional=fn._optional, fixed_group=1 if sparse else 4), vector_bits()
 
 
 def library(fn):

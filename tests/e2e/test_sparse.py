@@ -166,3 +166,22 @@ def test_maths_functions_give_the_dense_bits_in_both_kernels():
     G = symgrad.compile(lambda x: 2.0 ** x[0] * np.abs(x[1]) ** 1.5 + np.cbrt(x[2]) * x[3], [(4,)])
     rows, cols, values = G.hessian(X, sparse="lower")
     assert np.array_equal(_bits(values), _bits(G.hessian(X)[:, rows, cols]))
+
+
+def test_constant_entries_among_computed_ones_at_every_batch_size():
+    """A sparse kernel writes its constant entries (a linear part's coefficients) from a table
+    and scatters the computed ones between them, by tables of runs: every batch size (a
+    tail of 1-3 points, whole blocks, tiles) gives the dense kernel's entries."""
+    M = np.arange(1.0, 145.0).reshape(12, 12)
+
+    def f(x):  # constants everywhere but on the diagonal: 12 runs of computed entries, 13 of fixed ones
+        return np.concatenate([M @ x + x ** 3, np.array([np.sin(x[0]) * x[11]])])
+    F = symgrad.compile(f, [(12,)])
+    G = symgrad.compile(lambda x: M @ x, [(12,)])  # constants only
+    X = np.random.default_rng(11).normal(size=(1000, 12))
+    for n in (1, 2, 3, 4, 5, 7, 9, 1000):
+        rows, cols, values = F.jacobian(X[:n], sparse=True)
+        assert np.array_equal(values, F.jacobian(X[:n])[:, rows, cols]), n
+        rows, cols, values = G.jacobian(X[:n], sparse=True)
+        assert np.array_equal(values, np.broadcast_to(M[rows, cols], (n, len(rows)))), n
+    assert F.jacobian_sparsity().nnz == 144 + 2
