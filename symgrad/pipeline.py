@@ -38,6 +38,10 @@ def _step(fn, prog, kind, nums, before):
 
     class Context:
         @staticmethod
+        def pattern():  # a sparse kind's (the last step): the Function's, computed once
+            return fn.sparsity()
+
+        @staticmethod
         def value_and_grad():
             # memoised on the Source the program came from: a Function whose derivative is taken
             # of the trace unrolled (F.hvp by an array the loops read) must not get the loops'

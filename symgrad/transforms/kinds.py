@@ -75,7 +75,7 @@ def _sparse(name):
 
     def build(prog, nums, ctx):
         from . import sparsity
-        return getattr(sparsity, name)(prog, nums, pattern(prog, nums))
+        return getattr(sparsity, name)(prog, nums, ctx.pattern())  # (the Function's, read once)
     return pattern, build
 
 

@@ -63,22 +63,62 @@ def _bits(x):
     return out
 
 
+def _support(n, memo={}):
+    """The operands of node ``n`` whose partial its op's rule does not make 0 (floor's none, a
+    select's branches, copysign's first), found once per op and pattern of constant operands
+    on a template whose other operands are fresh leaves (as hessian._second): building each
+    node's partials was most of a pattern's time."""
+    shape = (n[0],) + tuple(None if not isinstance(o, tuple) else o for o in n[1:])
+    hit = memo.get(shape)
+    if hit is None:
+        from ..program import Arg
+        h = Graph(Program((), (), ()))
+        ops = [h.node(*c) if c is not None else h.node("arg", k, 0) for k, c in enumerate(shape[1:])]
+        h.args = [Arg(f"o{k}", ()) for k in range(len(ops))]
+        root = h.node(n[0], *ops)
+        keys = set(partials(h, root)) if h.nodes[root][0] == n[0] else set(ops)
+        hit = memo[shape] = tuple(k for k, o in enumerate(ops) if o in keys and shape[1 + k] is None)
+    return hit
+
+
+def _second_support(n, memo={}):
+    """The pairs (i, j) of operands of node ``n`` with a second partial not 0, once per op and
+    pattern of constant operands (as _support)."""
+    shape = (n[0],) + tuple(None if not isinstance(o, tuple) else o for o in n[1:])
+    hit = memo.get(shape)
+    if hit is None:
+        from ..program import Arg
+        h = Graph(Program((), (), ()))
+        ops = [h.node(*c) if c is not None else h.node("arg", k, 0) for k, c in enumerate(shape[1:])]
+        h.args = [Arg(f"o{k}", ()) for k in range(len(ops))]
+        root = h.node(n[0], *ops)
+        hit = memo[shape] = tuple(_second(h, root)) if h.nodes[root][0] == n[0] else ()
+    return hit
+
+
+def _operand_shape(g, t):
+    """Node ``t`` with its constant operands given as their nodes (the template's key)."""
+    n = g.nodes[t]
+    return (n[0],) + tuple(g.nodes[o] if g.nodes[o][0] == "const" else o for o in n[1:])
+
+
 def _columns(g, argnums):
     """(the node of every column (None: never read), the dependency bitset of every node of
     the program: bit c where it depends on column c through non-zero partials)."""
     wrt = arg_nodes(g, argnums)
-    deps = [0] * len(g.prog.nodes)
+    nodes = g.prog.nodes
+    deps = [0] * len(nodes)
     for c, w in enumerate(wrt):
         if w is not None:
             deps[w] |= 1 << c
-    for t, n in enumerate(g.prog.nodes):
+    for t, n in enumerate(nodes):
         if n[0] in ("read", "sum"):
             raise CompileError("a sparsity pattern of a program with loops (a bug in symgrad: the sparse kinds "
                                "take the function traced element by element)")
         if n[0] not in LEAVES:
             d = 0
-            for s in partials(g, t):
-                d |= deps[s]
+            for k in _support(_operand_shape(g, t)):
+                d |= deps[n[1 + k]]
             deps[t] = d
     return wrt, deps
 
@@ -115,9 +155,9 @@ def hessian_pattern(prog: Program, argnums) -> Pattern:
     for t in range(y, -1, -1):
         if t not in live or prog.nodes[t][0] in LEAVES:
             continue
-        live.update(s for s in partials(g, t) if deps[s])
+        live.update(prog.nodes[t][1 + k] for k in _support(_operand_shape(g, t)) if deps[prog.nodes[t][1 + k]])
         operands = prog.nodes[t][1:]
-        for i, j in _second(g, t):
+        for i, j in _second_support(_operand_shape(g, t)):
             a, b = deps[operands[i]], deps[operands[j]]
             if not a or not b:
                 continue
