@@ -2,6 +2,7 @@
 import warnings
 
 import numpy as np
+import pytest
 
 import helpers  # noqa: F401  (puts examples/ on the path)
 import brusselator
@@ -22,3 +23,19 @@ def test_pendulum_with_the_solve_in_the_kernel_matches_numpys_solve():
     import pendulum_solve
     r = pendulum_solve.main(["--links", "6", "--states", "2000"])
     assert r["err"] < 1e-11
+
+
+def test_collocation_written_over_the_whole_vector():
+    import collocation
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = collocation.main(["--nodes", "40", "--check-dense"])
+    assert r["nnz_jacobian"] == 7 * 39 + 4 and r["nnz_hessian"] == 2 * 40 - 1
+    assert r["same_jacobian"] and r["same_hessian"] and r["fd"] < 1e-5
+
+
+def test_collocation_solved_by_ipopt():
+    pytest.importorskip("cyipopt")
+    import collocation
+    r = collocation.main([])
+    assert r["status"] == 0 and r["objective"] == pytest.approx(12.2577983235, rel=1e-8)
