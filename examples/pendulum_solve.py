@@ -10,12 +10,16 @@ mu_i the mass from link i to the tip."""
 from __future__ import annotations
 
 import argparse
-import statistics
+import os
+import sys
 import time
 
 import numpy as np
 
 import symgrad
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from scaling import steady as median_time  # noqa: E402  (the median of 7 calls after one)
 
 
 def model(n):
@@ -34,16 +38,6 @@ def model(n):
         MF = mass_forcing(y, p)
         return np.concatenate([y[n:], np.linalg.solve(MF[:n * n].reshape(n, n), MF[n * n:])])
     return mass_forcing, rhs
-
-
-def median_time(fn, repeat=7):
-    fn()
-    ts = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t)
-    return statistics.median(ts)
 
 
 def main(argv=None):

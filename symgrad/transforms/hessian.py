@@ -22,6 +22,17 @@ def _local(g, p, s, leaves, memo):
     return memo[p]
 
 
+def template(shape):
+    """(graph, node, operands) of op ``shape[0]`` whose operands are ``shape[1:]``: a constant's
+    node where given, else a fresh leaf (argument k); the node is not of that op where its
+    operands fold."""
+    from ..program import Arg, Program
+    h = Graph(Program((), (), ()))
+    ops = [h.node(*c) if c is not None else h.node("arg", k, 0) for k, c in enumerate(shape[1:])]
+    h.args = [Arg(f"o{k}", ()) for k in range(len(ops))]
+    return h, h.node(shape[0], *ops), ops
+
+
 def _second(g, t):
     """{(i, j): node} of the second partials of node ``t`` by its operands i <= j (positions of
     operands that are not constants), built on a template of the op whose operands are fresh
@@ -32,11 +43,7 @@ def _second(g, t):
     shape = (n[0],) + tuple(g.nodes[o] if g.nodes[o][0] == "const" else None for o in n[1:])
     tpl = memo.get(shape)
     if tpl is None:
-        from ..program import Arg, Program
-        h = Graph(Program((), (), ()))
-        ops = [h.node(*c) if c is not None else h.node("arg", k, 0) for k, c in enumerate(shape[1:])]
-        h.args = [Arg(f"o{k}", ()) for k in range(len(ops))]
-        root = h.node(n[0], *ops)
+        h, root, ops = template(shape)
         leaves = {o for o, c in zip(ops, shape[1:]) if c is None}
         first = partials(h, root) if h.nodes[root][0] == n[0] else {}
         pos = {o: k for k, o in enumerate(ops) if o in leaves}

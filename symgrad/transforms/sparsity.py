@@ -24,7 +24,7 @@ from ..errors import CompileError
 from ..ir.graph import LEAVES, Graph
 from ..program import Program
 from .derive import arg_nodes, check_scalar, partials, reverse
-from .hessian import _second, edge_push
+from .hessian import _second, edge_push, template
 
 
 @dataclass(frozen=True, eq=False)
@@ -63,43 +63,33 @@ def _bits(x):
     return out
 
 
-def _support(n, memo={}):
-    """The operands of node ``n`` whose partial its op's rule does not make 0 (floor's none, a
-    select's branches, copysign's first), found once per op and pattern of constant operands
-    on a template whose other operands are fresh leaves (as hessian._second): building each
-    node's partials was most of a pattern's time."""
-    shape = (n[0],) + tuple(None if not isinstance(o, tuple) else o for o in n[1:])
+def _support(shape, memo={}):
+    """The operands of a node of ``shape`` (_operand_shape) whose partial its op's rule does not
+    make 0 (floor's none, a select's branches, copysign's first), found once per op and
+    pattern of constant operands on a template (hessian.template): building each node's
+    partials was most of a pattern's time."""
     hit = memo.get(shape)
     if hit is None:
-        from ..program import Arg
-        h = Graph(Program((), (), ()))
-        ops = [h.node(*c) if c is not None else h.node("arg", k, 0) for k, c in enumerate(shape[1:])]
-        h.args = [Arg(f"o{k}", ()) for k in range(len(ops))]
-        root = h.node(n[0], *ops)
-        keys = set(partials(h, root)) if h.nodes[root][0] == n[0] else set(ops)
+        h, root, ops = template(shape)
+        keys = set(partials(h, root)) if h.nodes[root][0] == shape[0] else set(ops)
         hit = memo[shape] = tuple(k for k, o in enumerate(ops) if o in keys and shape[1 + k] is None)
     return hit
 
 
-def _second_support(n, memo={}):
-    """The pairs (i, j) of operands of node ``n`` with a second partial not 0, once per op and
-    pattern of constant operands (as _support)."""
-    shape = (n[0],) + tuple(None if not isinstance(o, tuple) else o for o in n[1:])
+def _second_support(shape, memo={}):
+    """The pairs (i, j) of operands of a node of ``shape`` with a second partial not 0 (as _support)."""
     hit = memo.get(shape)
     if hit is None:
-        from ..program import Arg
-        h = Graph(Program((), (), ()))
-        ops = [h.node(*c) if c is not None else h.node("arg", k, 0) for k, c in enumerate(shape[1:])]
-        h.args = [Arg(f"o{k}", ()) for k in range(len(ops))]
-        root = h.node(n[0], *ops)
-        hit = memo[shape] = tuple(_second(h, root)) if h.nodes[root][0] == n[0] else ()
+        h, root, _ = template(shape)
+        hit = memo[shape] = tuple(_second(h, root)) if h.nodes[root][0] == shape[0] else ()
     return hit
 
 
 def _operand_shape(g, t):
-    """Node ``t`` with its constant operands given as their nodes (the template's key)."""
+    """Node ``t``'s op and operands, a constant as its node and any other as None: the key of
+    its template."""
     n = g.nodes[t]
-    return (n[0],) + tuple(g.nodes[o] if g.nodes[o][0] == "const" else o for o in n[1:])
+    return (n[0],) + tuple(g.nodes[o] if g.nodes[o][0] == "const" else None for o in n[1:])
 
 
 def _columns(g, argnums):
