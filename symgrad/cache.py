@@ -242,32 +242,38 @@ def _remove_unlisted(d, key, listed, min_age):
             pass
 
 
-_LIBRARY_NAME = re.compile(rf"_sg_(.+)-[0-9a-f]{{16}}{re.escape(EXT)}")
-
-
 def sweep(d, max_age=86400.0):
     """Remove build and temporary files of builds that died, and libraries no metadata lists
-    (left by processes that wrote the same entry at once), older than ``max_age`` s."""
+    (left by processes that wrote the same entry at once), older than ``max_age`` s. One
+    directory listing: a glob per key was quadratic (4.9 s for a cache of 1553 entries)."""
     now = time.time()
     try:
         entries = list(os.scandir(d))
     except OSError:
         return
-    libraries = {}  # key -> how many libraries it has (file names alone: one directory listing)
+    libraries = {}  # key -> its library files (_sg_<key>-<anything><EXT>)
     for e in entries:
-        m = _LIBRARY_NAME.fullmatch(e.name)
-        if m:
-            libraries[m.group(1)] = libraries.get(m.group(1), 0) + 1
+        if e.name.startswith("_sg_") and e.name.endswith(EXT) and "-" in e.name:
+            libraries.setdefault(e.name[4:].split("-", 1)[0], []).append(e)
     for e in entries:
-        if e.name.endswith(".json") and e.name.startswith("_sg_") and libraries.get(e.name[4:-5], 0) > 1:
-            key = e.name[4:-5]  # (a key with one library has nothing to sweep: read no metadata, glob nothing;
-            try:                # per key, that was seconds for a cache of 1500 entries)
+        if e.name.endswith(".json") and e.name.startswith("_sg_") and e.name[4:-5] in libraries:
+            fd = None
+            try:
                 fd = _open_own(Path(e.path))
-                listed = json.loads(_read_all(fd).decode()).get("library") if fd is not None else None
-                os.close(fd)
+                if fd is None:  # not ours to judge
+                    continue
+                listed = json.loads(_read_all(fd).decode()).get("library")
             except (_Damaged, OSError, ValueError, UnicodeDecodeError, RecursionError, AttributeError):
                 continue
-            _remove_unlisted(d, key, listed, max_age)
+            finally:
+                if fd is not None:
+                    os.close(fd)
+            for old in libraries[e.name[4:-5]]:
+                try:
+                    if old.name != listed and now - old.stat(follow_symlinks=False).st_mtime > max_age:
+                        os.unlink(old.path)
+                except OSError:
+                    pass
         if not e.name.startswith((".build-", ".tmp-")):
             continue
         try:

@@ -38,6 +38,8 @@ class Callbacks:
                 raise ValueError(f"the constraints must return one 1-d array (m numbers), but they return shapes "
                                  f"{shapes}; write np.array([...]) or np.concatenate([...])")
             self.m = shapes[0][0]
+            if self.m == 0:
+                raise ValueError("the constraints return no numbers: pass constraints=None for a problem without them")
 
             def lagrangian(x, sigma, lam):
                 return sigma * objective(x) + np.dot(lam, constraints(x))
@@ -46,27 +48,36 @@ class Callbacks:
         self._jac = self.g.jacobian._sparse() if self.g is not None else None
         self._hess = self.L.hessian_wrt(0)._sparse()  # the lower triangle's values, in its pattern's order
 
+    def _point(self, x):
+        x = np.asarray(x, dtype=float)
+        if x.shape != (self.n,):
+            raise ValueError(f"x must have shape ({self.n},) (one point: IPOPT's callbacks), got {x.shape}")
+        return x
+
     def objective(self, x):
-        return float(self.f(x))
+        return float(self.f(self._point(x)))
 
     def gradient(self, x):
-        return self.f.grad(x)
+        return self.f.grad(self._point(x))
 
     def constraints(self, x):
+        x = self._point(x)
         return self.g(x) if self.g is not None else np.zeros(0)
 
     def jacobianstructure(self):
         return _structure(self._jac)
 
     def jacobian(self, x):
-        return _values(self._jac, x)
+        return _values(self._jac, self._point(x))
 
     def hessianstructure(self):
         return _structure(self._hess)
 
     def hessian(self, x, lagrange, obj_factor):
-        lam = np.asarray(lagrange, dtype=float) if self.m else np.zeros(1)
-        return _values(self._hess, x, float(obj_factor), lam)
+        lam = np.asarray(lagrange, dtype=float)
+        if lam.shape != (self.m,):
+            raise ValueError(f"lagrange must have shape ({self.m},) (one multiplier per constraint), got {lam.shape}")
+        return _values(self._hess, self._point(x), float(obj_factor), lam if self.m else np.zeros(1))
 
 
 def _structure(sparse):
@@ -94,11 +105,14 @@ def problem(objective, constraints=None, *, n=None, lb=None, ub=None, cl=None, c
         raise ImportError("symgrad.ipopt.problem needs cyipopt (and IPOPT): pip install 'symgrad[ipopt]', or "
                           "conda install -c conda-forge cyipopt") from None
     if n is None:
-        given = lb if lb is not None else ub
-        if given is None:
-            raise ValueError("give n (the number of variables), or lb or ub (one bound per variable)")
-        n = np.size(given)
+        sizes = {np.size(b) for b in (lb, ub) if b is not None and np.ndim(b) > 0}
+        if len(sizes) != 1:
+            raise ValueError("give n (the number of variables), or lb or ub as one bound per variable "
+                             f"(got sizes {sorted(sizes) or 'none'})")
+        n = sizes.pop()
     cb = Callbacks(objective, constraints, n, dtype)
+    if cb.m == 0 and any(b is not None and np.size(b) for b in (cl, cu)):
+        raise ValueError("cl and cu bound the constraints, and there are none")
     bound = lambda b, k, v: np.full(k, v) if b is None else np.broadcast_to(np.asarray(b, float), (k,))  # noqa: E731
     return cyipopt.Problem(n=cb.n, m=cb.m, problem_obj=cb, lb=bound(lb, cb.n, -np.inf), ub=bound(ub, cb.n, np.inf),
                            cl=bound(cl, cb.m, -np.inf), cu=bound(cu, cb.m, np.inf))

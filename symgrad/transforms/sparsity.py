@@ -17,6 +17,7 @@ element by element first (the kinds have no loop form)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -63,26 +64,22 @@ def _bits(x):
     return out
 
 
-def _support(shape, memo={}):
+@lru_cache(maxsize=1 << 14)  # (a program with many distinct constants: bounded)
+def _support(shape):
     """The operands of a node of ``shape`` (_operand_shape) whose partial its op's rule does not
     make 0 (floor's none, a select's branches, copysign's first), found once per op and
     pattern of constant operands on a template (hessian.template): building each node's
     partials was most of a pattern's time."""
-    hit = memo.get(shape)
-    if hit is None:
-        h, root, ops = template(shape)
-        keys = set(partials(h, root)) if h.nodes[root][0] == shape[0] else set(ops)
-        hit = memo[shape] = tuple(k for k, o in enumerate(ops) if o in keys and shape[1 + k] is None)
-    return hit
+    h, root, ops = template(shape)
+    keys = set(partials(h, root)) if h.nodes[root][0] == shape[0] else set(ops)
+    return tuple(k for k, o in enumerate(ops) if o in keys and shape[1 + k] is None)
 
 
-def _second_support(shape, memo={}):
+@lru_cache(maxsize=1 << 14)
+def _second_support(shape):
     """The pairs (i, j) of operands of a node of ``shape`` with a second partial not 0 (as _support)."""
-    hit = memo.get(shape)
-    if hit is None:
-        h, root, _ = template(shape)
-        hit = memo[shape] = tuple(_second(h, root)) if h.nodes[root][0] == shape[0] else ()
-    return hit
+    h, root, _ = template(shape)
+    return tuple(_second(h, root)) if h.nodes[root][0] == shape[0] else ()
 
 
 def _operand_shape(g, t):

@@ -102,3 +102,21 @@ def test_ipopt_solves_hs071():
     x, info = nlp.solve(X0)
     assert info["obj_val"] == pytest.approx(F_STAR, rel=1e-8)
     assert np.allclose(x, X_STAR, atol=1e-7)
+
+
+def test_callbacks_refuse_what_ipopt_never_passes():
+    with pytest.raises(ValueError, match=r"x must have shape \(4,\)"):
+        CB.gradient(np.ones((2, 4)))
+    with pytest.raises(ValueError, match=r"lagrange must have shape \(2,\)"):
+        CB.hessian(X0, np.ones((2, 2)), 1.0)
+    with pytest.raises(ValueError, match="pass constraints=None"):
+        symgrad.ipopt.Callbacks(f, lambda x: np.zeros(0), 4)
+
+
+def test_n_comes_from_a_bound_of_one_number_per_variable(monkeypatch):
+    made = {}
+    monkeypatch.setitem(sys.modules, "cyipopt", types.SimpleNamespace(Problem=lambda **kw: made.update(kw) or kw))
+    symgrad.ipopt.problem(f, g, lb=1.0, ub=[5] * 4)
+    assert made["n"] == 4 and np.array_equal(made["lb"], np.ones(4))
+    with pytest.raises(ValueError, match="cl and cu bound the constraints, and there are none"):
+        symgrad.ipopt.problem(lambda x: x[0] ** 2, None, n=2, cl=[1.0])
