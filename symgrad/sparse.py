@@ -30,7 +30,7 @@ def _entries(pattern, lower):
     """(rows, cols, take, indptr) of ``pattern`` as asked: a Hessian's whole symmetric matrix
     unless ``lower`` (take: where each entry is among the kernel's values; None: in order),
     computed once per pattern."""
-    memo = pattern.__dict__.setdefault("_entries", {})
+    memo = pattern.views
     whole = not lower and pattern.lower
     hit = memo.get(whole)
     if hit is None:

@@ -16,7 +16,7 @@ kernel computes each symmetric entry once. Programs whose arrays stayed loops ar
 element by element first (the kinds have no loop form)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
@@ -31,11 +31,13 @@ from .hessian import _second, edge_push, template
 @dataclass(frozen=True, eq=False)
 class Pattern:
     """The structural non-zeros of a derivative: entry k is (rows[k], cols[k]) of a
-    ``shape`` matrix, in CSR order; ``lower``: a symmetric matrix's lower triangle."""
+    ``shape`` matrix, in CSR order; ``lower``: a symmetric matrix's lower triangle.
+    ``views``: the forms callers made of it (sparse.py), kept with it."""
     rows: np.ndarray
     cols: np.ndarray
     shape: tuple
     lower: bool = False
+    views: dict = field(default_factory=dict, repr=False)
 
     @property
     def nnz(self):
