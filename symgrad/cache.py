@@ -223,20 +223,20 @@ def store(d, key, data, source=None, info=None):
     meta = {"format": FORMAT, "key": key, "library": name, "sha256": digest, "size": len(data),
             "created": time.time(), **{k: v for k, v in (info or {}).items() if k in _DIAGNOSTICS}}
     write_file(d, f"_sg_{key}.json", json.dumps(meta).encode(), 0o600)
-    _remove_unlisted(d, key, name, GRACE)
+    _remove_unlisted(d.glob(f"_sg_{key}-*{EXT}"), name, GRACE)
     return d / name
 
 
 GRACE = 600.0  # s: a library another process wrote this recently may be about to be loaded
 
 
-def _remove_unlisted(d, key, listed, min_age):
-    """Remove libraries of ``key`` other than ``listed`` (earlier writes) older than ``min_age`` s:
-    a younger one may belong to a process writing the same entry at this moment."""
+def _remove_unlisted(libraries, listed, min_age):
+    """Remove the files ``libraries`` (one key's) other than ``listed`` (earlier writes) older
+    than ``min_age`` s: a younger one may belong to a process writing the same entry now."""
     now = time.time()
-    for old in d.glob(f"_sg_{key}-*{EXT}"):
+    for old in libraries:
         try:
-            if old.name != listed and now - old.lstat().st_mtime > min_age:
+            if old.name != listed and now - os.lstat(old).st_mtime > min_age:
                 os.unlink(old)
         except OSError:
             pass
@@ -268,12 +268,7 @@ def sweep(d, max_age=86400.0):
             finally:
                 if fd is not None:
                     os.close(fd)
-            for old in libraries[e.name[4:-5]]:
-                try:
-                    if old.name != listed and now - old.stat(follow_symlinks=False).st_mtime > max_age:
-                        os.unlink(old.path)
-                except OSError:
-                    pass
+            _remove_unlisted(libraries[e.name[4:-5]], listed, max_age)
         if not e.name.startswith((".build-", ".tmp-")):
             continue
         try:

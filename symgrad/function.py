@@ -143,9 +143,13 @@ class Function(Callable):
         """Core shapes of the results, from the traced program (no sympy)."""
         from .transforms.kinds import result_shapes
         prog = self.traced
-        sparse = self._steps and kind_of(self._steps[-1][0]).pattern
         return result_shapes([o.shape for o in prog.outputs], [a.shape for a in prog.args], self._steps,
-                             self.sparsity().nnz if sparse else None)
+                             self.sparsity().nnz if self._sparse_kind else None)
+
+    @property
+    def _sparse_kind(self):
+        """Whether this Function computes the entries of a sparsity pattern (its last kind's)."""
+        return bool(self._steps) and kind_of(self._steps[-1][0]).pattern is not None
 
     def sparsity(self):
         """The sparsity.Pattern of a sparse Jacobian's or Hessian's results (which entry each

@@ -11,11 +11,12 @@ from . import calling
 from .source import C_COMPILE_BASE, RATES, stage
 
 
-def derived(fn):
-    """Function ``fn``'s results as a Program, derivatives taken. The value-and-gradient program of a Source is made once
-    (Source.derived): F.grad, F.value_and_grad and F.hvp build on it."""
+def derived(fn, steps=None):
+    """Function ``fn``'s results as a Program, derivatives taken (its first ``steps`` only,
+    where given). The value-and-gradient program of a Source is made once (Source.derived):
+    F.grad, F.value_and_grad and F.hvp build on it."""
     prog = fn._effective().program(fn.name)
-    for i, (kind, nums) in enumerate(fn._steps):
+    for i, (kind, nums) in enumerate(fn._steps[:steps]):
         prog = _step(fn, prog, kind, nums, fn._steps[:i])
     return prog
 
@@ -23,9 +24,7 @@ def derived(fn):
 def pattern(fn):
     """The sparsity.Pattern of sparse Function ``fn``: of the program its earlier steps make."""
     from .transforms.kinds import kind as kind_of
-    prog = fn._effective().program(fn.name)
-    for i, (kind, nums) in enumerate(fn._steps[:-1]):
-        prog = _step(fn, prog, kind, nums, fn._steps[:i])
+    prog = derived(fn, len(fn._steps) - 1)
     kind, nums = fn._steps[-1]
     with stage(fn.c_name, "sparsity pattern"):
         return kind_of(kind).pattern(prog, nums)
@@ -88,10 +87,8 @@ def kernel(fn):
         if fn.loops:
             from .render.loops import render_loops
             return render_loops(prog, fn.c_name, target, fn.options, title=fn.title), vector_bits()
-        from .transforms.kinds import kind as kind_of
-        sparse = bool(fn._steps) and kind_of(fn._steps[-1][0]).pattern is not None
         return render(prog, fn.c_name, target, vector_bits(), fn.options, title=fn.title,
-                      optional=fn._optional, fixed_group=1 if sparse else 4), vector_bits()
+                      optional=fn._optional, fixed_group=1 if fn._sparse_kind else 4), vector_bits()
 
 
 def library(fn):
