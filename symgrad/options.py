@@ -29,6 +29,18 @@ class Options:
     # compiled in parallel, at a cheaper optimisation level past large_kernel_ops operations.
     segments_per_unit: int = 8
     large_kernel_ops: int = 2500
+    # In such large kernels, at least this many repeated units of work alike (a pair of atoms'
+    # forward and reverse statements) run as one loop over a table of their operands
+    # (render/schedule.py: _rolled_segments), so that the C compiler's work follows the
+    # program's distinct forms, not its length; 0: never. Every number is computed from the
+    # same operands by the same operations; where GCC left a straight segment's maths calls
+    # scalar (libm) the loop calls libmvec's, and the last bit can differ.
+    roll_min: int = 16
+    # Statements that roll one by one (not as part of a larger repeated unit) need this many
+    # alike: alone in a loop, a statement goes through memory (collocation constraints of
+    # 1000 nodes: built in 1.6 s against 2.2 s straight; a 10x10 solve's eliminations of at
+    # most 100 alike: 1.7x slower a point rolled, so they stay straight).
+    roll_alone_min: int = 128
     # Local arrays of a kernel larger than this many bytes live on the heap, not the stack.
     max_stack_bytes: int = 64 << 10
     # Batches with results of at least stream_bytes may run in tiles that leave as whole

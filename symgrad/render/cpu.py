@@ -34,7 +34,7 @@ def render(prog, name, target, vector_bits, options, title=None, optional=0, fix
     wide = vector_bits >= 512 and all(a.size == 1 for a in prog.args) and all(o.size == 1 for o in prog.outputs)
     if wide:
         target = target.widened()
-    sched = schedule(prog, name, options, fixed_group=fixed_group)
+    sched = schedule(prog, name, options, fixed_group=fixed_group, roll=True)
     if any(n[0] in LIBRARY for n in prog.nodes):
         target = replace(target, vector_calls=True)
     T = target.real
@@ -81,6 +81,9 @@ def _segments(sched, target, options, optional=0):
     printer = Printer(sched.names, target, options)
     src = []
     for i, seg in enumerate(sched.segments):
+        if i in sched.rolled:
+            src.append(_rolled(sched, i, target, options, params))
+            continue
         lines = segment_lines(sched, i, printer, W)
         # Small kernels inline all the way into the batch loop (constants stay in registers).
         kind = "SYMGRAD_HIDDEN" if multi else "static inline" if len(seg) <= options.inline_segment else \
@@ -97,6 +100,49 @@ def _segments(sched, target, options, optional=0):
     chunks = [[line for seg in src[k:k + per] for line in seg] for k in range(0, len(src), per)]
     protos = [f"SYMGRAD_HIDDEN void {name}_l{i}({', '.join(params)});" for i in range(len(sched.segments))]
     return protos + [""], chunks
+
+
+def _rolled(sched, i, target, options, params):
+    """A segment of members of one form (schedule.Roll) as its lane function: a loop over a
+    table of each member's operands from outside (entries of arguments, or scratch slots) and
+    of where its results go (scratch slots, or entries of results), the SIMD loop over the
+    block's lanes inside it, the first member's statements as its body (in registers)."""
+    L, W, name = target.math, target.block, sched.name
+    roll, seg = sched.rolled[i], sched.segments[i]
+    body = seg[:roll.size]
+    names = {s: f"sg_a{j}" for j, s in enumerate(roll.ext[0])}
+    names.update({t: f"sg_c{p}" for p, (t, _) in enumerate(body) if not isinstance(t, tuple)})
+    printer = Printer(names, target, options)
+    width = len(roll.where) + sum(1 for t, _ in body if isinstance(t, tuple) or t in sched.slots)
+    table = []
+    for m, ext in enumerate(roll.ext):
+        table += [sched.inputs[s][1] if a is not None else sched.slots[s] for s, a in zip(ext, roll.where)]
+        for t, _ in seg[m * roll.size:(m + 1) * roll.size]:
+            if isinstance(t, tuple):
+                table.append(t[1])
+            elif t in sched.slots:
+                table.append(sched.slots[t])
+    lines = [f"            const {L} sg_a{j} = {sched.args[a].name if a is not None else 'sg_t'}[sg_ix[{j}]*{W} + sg_j];"
+             for j, a in enumerate(roll.where)]
+    col = len(roll.where)
+    for p, (t, e) in enumerate(body):
+        if isinstance(t, tuple):
+            lines.append(f"            {sched.results[t[0]].name}[sg_ix[{col}]*{W} + sg_j] = {printer.doprint(e)};")
+            col += 1
+            continue
+        lines.append(f"            const {L} sg_c{p} = {printer.doprint(e)};")
+        if t in sched.slots:
+            lines.append(f"            sg_t[sg_ix[{col}]*{W} + sg_j] = sg_c{p};")
+            col += 1
+    assert col == width and len(table) == width * len(roll.ext)
+    return [f"SYMGRAD_HIDDEN SYMGRAD_NOINLINE void {name}_l{i}({', '.join(params)}) {{",
+            f"    static const int32_t sg_table[{len(table)}] = {{{', '.join(map(str, table))}}};",
+            "    const int32_t *sg_ix = SYMGRAD_OPAQUE(sg_table);",
+            f"    for (int sg_q = 0; sg_q < {len(roll.ext)}; ++sg_q, sg_ix += {width}) {{",
+            "        SYMGRAD_SIMD",
+            f"        for (int sg_j = 0; sg_j < {W}; ++sg_j) {{",
+            *lines,
+            "        }", "    }", "}", ""]
 
 
 def _local(T, name, count, options):

@@ -60,20 +60,23 @@ def like(original, impl, bound=False):
     """``impl`` called as ``original`` is called: the arguments bound by its signature, then
     passed on as ``impl(*args, **kwargs)`` (so ``impl`` takes the original's parameter names),
     or, with ``bound``, as one ``inspect.BoundArguments`` (for stand-ins that pass most of them
-    to the original)."""
-    try:
-        sig = inspect.signature(original)
-    except (TypeError, ValueError):
-        sig = None
+    to the original). The signature is read at the first call (reading all of them took a
+    tenth of a cold start)."""
     where = getattr(original, "__module__", None) or "numpy"
     name = f"{where.split('._')[0]}.{getattr(original, '__name__', original)}"
+    sig = []
 
     @functools.wraps(original)
     def f(*a, **kw):
-        if sig is None:
+        if not sig:
+            try:
+                sig.append(inspect.signature(original))
+            except (TypeError, ValueError):
+                sig.append(None)
+        if sig[0] is None:
             return impl(*a, **kw)
         try:
-            b = sig.bind(*a, **kw)
+            b = sig[0].bind(*a, **kw)
         except TypeError as e:
             raise TypeError(f"{name}() {e}") from None
         return impl(b) if bound else impl(*b.args, **b.kwargs)

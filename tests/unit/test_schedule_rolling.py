@@ -1,0 +1,124 @@
+"""Rolled schedules (render/schedule.py: _rolled_segments), without a C compiler: repeated
+work of a large program becomes loops over members, every statement is scheduled exactly
+once, and every statement reads only what an earlier statement (or an earlier member of its
+own loop's member) has computed."""
+import math
+
+import pytest
+
+from symgrad import options
+from symgrad.render.schedule import _shape, schedule
+from symgrad.tracing import trace
+from symgrad.transforms import derive, hessian, optimize
+
+OPTS = options.Options(large_kernel_ops=0, roll_alone_min=16)
+
+
+def lj(p, atoms):
+    e = 0.0
+    for i in range(atoms):
+        for j in range(i + 1, atoms):
+            dx, dy, dz = p[3 * i] - p[3 * j], p[3 * i + 1] - p[3 * j + 1], p[3 * i + 2] - p[3 * j + 2]
+            s6 = 1.0 / (dx * dx + dy * dy + dz * dz) ** 3
+            e = e + 4.0 * (s6 * s6 - s6)
+    return e
+
+
+def chained(x):
+    """Repeated work that reads the running total (a loop carried through every member)."""
+    acc = 0.0
+    for k in range(60):
+        acc = acc + math.sin(x[k % 7] * acc + x[(k + 3) % 7])
+    return acc
+
+
+def linked(x):
+    """Each step's own work and a running value that reads it and the last step's value: the
+    running value joins each step's work, and leaves it again (it reads the step before)."""
+    acc = x[0] * x[1] + math.sin(x[1] * x[4] + 2.0)
+    for k in range(2, 40):
+        acc = acc * x[k] + math.sin(x[k] * x[(k + 3) % 40] + 1.0)
+    return acc
+
+
+def shared(x):
+    """Members that all read one value computed from all of them, and feed one another."""
+    terms = [math.exp(x[k % 5] - x[(k + 1) % 5]) * (k + 1) for k in range(40)]
+    total = sum(terms)
+    return sum(t / total * x[k % 5] for k, t in enumerate(terms)) + total
+
+
+def _check(sched):
+    """Every statement once; each reads only what is computed before it."""
+    done, seen = set(sched.inputs), set()
+    for i, seg in enumerate(sched.segments):
+        roll = sched.rolled.get(i)
+        if roll is None:
+            for t, e in seg:
+                assert set(e.free_symbols) <= done, (i, t)
+                assert t not in seen
+                seen.add(t)
+                if not isinstance(t, tuple):
+                    done.add(t)
+            continue
+        assert len(seg) == roll.size * len(roll.ext)
+        made = []
+        for m, ext in enumerate(roll.ext):
+            member = seg[m * roll.size:(m + 1) * roll.size]
+            assert set(ext) <= done, (i, m)
+            inside = set()
+            for t, e in member:
+                assert set(e.free_symbols) <= done | inside, (i, m, t)
+                assert t not in seen
+                seen.add(t)
+                if not isinstance(t, tuple):
+                    inside.add(t)
+            made += inside
+            # one form: the statements print alike, operands abstracted
+            first = seg[:roll.size]
+            for (_, a), (_, b) in zip(first, member):
+                assert _shape(a.low, a.node, a.define, [], {}) == _shape(b.low, b.node, b.define, [], {})
+        done |= set(made)  # members never read each other: what they make is there after the loop
+    return seen
+
+
+def _statements(sched):
+    return sum(len(s) for s in sched.segments)
+
+
+@pytest.mark.parametrize("make,rolls", [
+    (lambda: derive.grad(trace(lambda p: lj(p, 12), [(36,)]), [0], with_value=True), True),
+    (lambda: hessian.hessian(trace(lambda p: lj(p, 6), [(18,)]), [0]), True),
+    (lambda: derive.grad(trace(chained, [(7,)]), [0], with_value=True), False),  # every step reads the last
+    (lambda: derive.grad(trace(shared, [(5,)]), [0], with_value=True), True),
+    (lambda: derive.grad(trace(linked, [(40,)]), [0], with_value=True), True),
+], ids=["lj12-grad", "lj6-hessian", "running-sum", "shared-total", "linked-steps"])
+def test_rolled_schedule_is_complete_and_ordered(make, rolls):
+    prog = optimize.optimize(make(), OPTS)
+    plain = schedule(prog, "k", OPTS)
+    rolled = schedule(prog, "k", OPTS, roll=True)
+    assert not plain.rolled
+    assert _check(rolled) == _check(plain)  # the same statements, each once
+    assert _statements(rolled) == _statements(plain)
+    assert bool(rolled.rolled) == rolls
+
+
+def test_pairs_roll_as_whole_members():
+    """lj: each pair's forward and reverse work is one member of one loop, in registers, and
+    the C compiler sees a fraction of the statements."""
+    prog = optimize.optimize(derive.grad(trace(lambda p: lj(p, 12), [(36,)]), [0], with_value=True), OPTS)
+    sched = schedule(prog, "k", OPTS, roll=True)
+    whole = [r for r in sched.rolled.values() if r.size > 1]
+    assert [len(r.ext) for r in whole] == [66]  # the 66 pairs
+    assert whole[0].where == (0,) * 6  # each reads its two atoms' coordinates, and nothing else
+    straight = sum(len(s) for i, s in enumerate(sched.segments) if i not in sched.rolled)
+    assert straight < _statements(sched) / 3
+
+
+def test_small_kernels_and_roll_min_zero_do_not_roll():
+    prog = optimize.optimize(derive.grad(trace(lambda p: lj(p, 12), [(36,)]), [0], with_value=True),
+                             options.DEFAULT)
+    assert schedule(prog, "k", options.Options(roll_min=0, large_kernel_ops=0), roll=True).rolled == {}
+    assert prog.count_ops() < 2 * options.DEFAULT.large_kernel_ops
+    small = optimize.optimize(derive.grad(trace(lambda p: lj(p, 6), [(18,)]), [0]), options.DEFAULT)
+    assert schedule(small, "k", options.DEFAULT, roll=True).rolled == {}
