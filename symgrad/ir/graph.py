@@ -43,6 +43,7 @@ class Graph:
         self.nodes = list(prog.nodes)
         self.index = {n: i for i, n in enumerate(self.nodes)}
         self.args = list(prog.args)
+        self._numbers = {}  # const node -> its number, read once (the rules ask it again and again)
 
     # -- nodes ---------------------------------------------------------------------------
     def node(self, *n):
@@ -65,13 +66,16 @@ class Graph:
         return i is not None and self.nodes[i][0] == "const"
 
     def value(self, i):
-        return number(self.nodes[i])
+        v = self._numbers.get(i)
+        if v is None:
+            v = self._numbers[i] = number(self.nodes[i])
+        return v
 
     def is_zero(self, i):
-        return i is None or (self.is_const(i) and self.value(i) == 0)
+        return i is None or (self.nodes[i][0] == "const" and self.value(i) == 0)
 
     def is_one(self, i):
-        return self.is_const(i) and self.value(i) == 1
+        return i is not None and self.nodes[i][0] == "const" and self.value(i) == 1
 
     def _fold(self, n):
         """A node of constants as a constant: exact arithmetic in rationals where every
