@@ -202,10 +202,10 @@ def _rolled_segments(stmts, temps, inputs_of, options):
     those forms roll one by one where at least options.roll_alone_min of them share a form and
     a depth in the dependency graph (one depth: none reads another); alone, a statement loads
     its operands and stores its result, which costs more time per point than the straight
-    code (a 10x10 solve's eliminations: 1.7x), so only long runs of it pay. Every statement computes what it computed before, from the same operands:
-    no result changes by a bit, only the order of independent work. The remaining statements
-    keep their order, each loop placed before its first reader (_order), in segments as
-    _segments makes them.
+    code (a 10x10 solve's eliminations: 1.7x), so only long runs of it pay. Every statement
+    computes what it computed before, from the same operands: no result changes by a bit,
+    only the order of independent work. The remaining statements keep their order, each
+    loop placed before its first reader (_order), in segments as _segments makes them.
     Returns (segments, {segment index: Roll})."""
     n = len(stmts)
     depth, keys, leaf_of, where_of = {}, [], [], []
@@ -271,7 +271,8 @@ def _members(n, keys, leaf_of, maker, readers, stmts, common, least):
     running sum: its links are read one by the next). Returns (lists of members, one list per
     loop; the common statements left over)."""
     out = set()
-    while True:
+    for attempt in range(_ATTEMPTS):
+        last = attempt == _ATTEMPTS - 1
         pairs = {}
         for k in range(n):
             if common[k] and k not in out:
@@ -308,13 +309,19 @@ def _members(n, keys, leaf_of, maker, readers, stmts, common, least):
             owner = {k: j for j, m in enumerate(members) for k in m}
             bad = {k for j, m in enumerate(members) for k in m for s in leaf_of[k]
                    if owner.get(maker.get(s), j) != j}
-            if bad:
-                cross |= bad
-            else:
+            if not bad:
                 groups.append(members)
+            elif last:  # still members reading each other: their statements go on alone
+                rest += [k for m in members for k in m]
+            else:
+                cross |= bad
         if not cross:
-            return groups, rest + [k for k in out]
+            return groups, rest + sorted(out)
         out |= cross
+    raise AssertionError("unreachable: the last attempt leaves no statement out")
+
+
+_ATTEMPTS = 4  # rounds of _members (each takes out the statements that read other members)
 
 
 def _order(n, groups, leaf_of, maker):

@@ -38,6 +38,17 @@ def springs(x):
     return [(x[k + 1] - x[k]) ** 3 * (x[k] + 2.0) / (1.0 + x[k] * x[k]) for k in range(len(x) - 1)]
 
 
+def carried(x):
+    """Each step's product and a running product that reads it and the step before."""
+    v = math.sin(x[0])
+    out = [v]
+    for q in range(20):
+        u = x[q] * x[q + 1]
+        v = u * v
+        out += [u, v]
+    return out + [2.0 * v]
+
+
 def _c(fn):
     """All the C of a Function's kernel (its main unit and its segments' units)."""
     return fn.kernel.source + "".join(fn.kernel.parts)
@@ -62,7 +73,8 @@ def _points(rng, n, size):
     (lj, 24, ("grad", "value_and_grad", "hessian")),
     (chained, 40, ("grad",)),
     (springs, 40, ("jacobian",)),
-], ids=["pairs", "running-sum", "residuals"])
+    (carried, 21, ("jacobian",)),
+], ids=["pairs", "running-sum", "residuals", "carried"])
 def test_rolled_kernels_equal_flat_ones_bit_for_bit(fn, size, verbs):
     rng = np.random.default_rng(3)
     X = _points(rng, 37, size)  # blocks and a tail

@@ -41,6 +41,19 @@ def linked(x):
     return acc
 
 
+def carried(x):
+    """Each step's product joins the running product that reads it; the running product also
+    reads the step before (members that would read each other: the running product must
+    leave them)."""
+    v = math.sin(x[0])
+    out = [v]
+    for q in range(20):
+        u = x[q] * x[q + 1]
+        v = u * v
+        out += [u, v]
+    return out + [2.0 * v]
+
+
 def shared(x):
     """Members that all read one value computed from all of them, and feed one another."""
     terms = [math.exp(x[k % 5] - x[(k + 1) % 5]) * (k + 1) for k in range(40)]
@@ -92,7 +105,8 @@ def _statements(sched):
     (lambda: derive.grad(trace(chained, [(7,)]), [0], with_value=True), False),  # every step reads the last
     (lambda: derive.grad(trace(shared, [(5,)]), [0], with_value=True), True),
     (lambda: derive.grad(trace(linked, [(40,)]), [0], with_value=True), True),
-], ids=["lj12-grad", "lj6-hessian", "running-sum", "shared-total", "linked-steps"])
+    (lambda: trace(carried, [(21,)]), True),
+], ids=["lj12-grad", "lj6-hessian", "running-sum", "shared-total", "linked-steps", "carried"])
 def test_rolled_schedule_is_complete_and_ordered(make, rolls):
     prog = optimize.optimize(make(), OPTS)
     plain = schedule(prog, "k", OPTS)
