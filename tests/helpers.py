@@ -2,6 +2,7 @@
 import os
 import subprocess
 import sys
+import math
 import textwrap
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -53,3 +54,15 @@ def reference_grad(fn, args, k, step=1e-4):
         except TypeError:  # no long-double loop (numpy.linalg): float64
             continue
     raise TypeError(f"{fn} cannot be evaluated on float arrays")
+
+
+def carried(x):
+    """Repeated work (each step's product) joined by a running product that reads it and the
+    step before: members of a rolled loop that would read each other (render/schedule.py)."""
+    v = math.sin(x[0])
+    out = [v]
+    for q in range(20):
+        u = x[q] * x[q + 1]
+        v = u * v
+        out += [u, v]
+    return out + [2.0 * v]

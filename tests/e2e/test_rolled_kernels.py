@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 import pytest
+from helpers import carried
 
 import symgrad
 
@@ -36,17 +37,6 @@ def chained(x):
 def springs(x):
     """Results written by the loops: one residual per spring, each of a few entries."""
     return [(x[k + 1] - x[k]) ** 3 * (x[k] + 2.0) / (1.0 + x[k] * x[k]) for k in range(len(x) - 1)]
-
-
-def carried(x):
-    """Each step's product and a running product that reads it and the step before."""
-    v = math.sin(x[0])
-    out = [v]
-    for q in range(20):
-        u = x[q] * x[q + 1]
-        v = u * v
-        out += [u, v]
-    return out + [2.0 * v]
 
 
 def _c(fn):

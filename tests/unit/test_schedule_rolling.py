@@ -5,6 +5,7 @@ own loop's member) has computed."""
 import math
 
 import pytest
+from helpers import carried
 
 from symgrad import options
 from symgrad.render.schedule import _shape, schedule
@@ -39,19 +40,6 @@ def linked(x):
     for k in range(2, 40):
         acc = acc * x[k] + math.sin(x[k] * x[(k + 3) % 40] + 1.0)
     return acc
-
-
-def carried(x):
-    """Each step's product joins the running product that reads it; the running product also
-    reads the step before (members that would read each other: the running product must
-    leave them)."""
-    v = math.sin(x[0])
-    out = [v]
-    for q in range(20):
-        u = x[q] * x[q + 1]
-        v = u * v
-        out += [u, v]
-    return out + [2.0 * v]
 
 
 def shared(x):
