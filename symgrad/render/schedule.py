@@ -3,8 +3,9 @@
 A Schedule says which statements a kernel runs, in segments of bounded size (each its own
 C function, so the C compiler's superlinear work stays cheap), which temporaries pass from
 one segment to a later one through a scratch array, which result entries are numbers that
-need no statement, and the C name of everything. Every emitter (cpu.py, c99.py, cuda.py)
-prints the same schedule; none of this is text."""
+need no statement, and the C name of everything; for the in-process CPU kernel, which
+segments are repeated work run as one loop over a table (Roll: _rolled_segments). Every
+emitter (cpu.py, c99.py, cuda.py) prints the same schedule; none of this is text."""
 from __future__ import annotations
 
 import keyword
