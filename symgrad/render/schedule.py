@@ -209,7 +209,7 @@ def _rolled_segments(stmts, temps, inputs_of, options):
     loop placed before its first reader (_order), in segments as _segments makes them.
     Returns (segments, {segment index: Roll})."""
     n = len(stmts)
-    depth, keys, leaf_of, where_of = {}, [], [], []
+    depth, keys, leaf_of = {}, [], []
     dep = [0] * n
     for k, (t, e) in enumerate(stmts):
         leaves = []
@@ -217,8 +217,8 @@ def _rolled_segments(stmts, temps, inputs_of, options):
         dep[k] = 1 + max((depth[s] for s in leaves if s in depth), default=0)
         if not isinstance(t, tuple):
             depth[t] = dep[k]
-        where_of.append(tuple(inputs_of.get(s) for s in leaves))
-        keys.append((shape, ("t",) if not isinstance(t, tuple) else ("r", t[0]), where_of[-1]))
+        target = ("t",) if not isinstance(t, tuple) else ("r", t[0])
+        keys.append((shape, target, tuple(inputs_of.get(s) for s in leaves)))
         leaf_of.append(tuple(leaves))
     count = {}
     for key in keys:
@@ -232,21 +232,23 @@ def _rolled_segments(stmts, temps, inputs_of, options):
         for s in leaf_of[k]:
             if s in maker:
                 readers[maker[s]].append(k)
+
+    def alone(ks):
+        """Statements ``ks`` as loops of one statement a member, by form and depth."""
+        by = {}
+        for k in ks:
+            by.setdefault((keys[k], dep[k]), []).append([k])
+        return [m for m in by.values() if len(m) >= options.roll_alone_min]
+
     groups, rest = _members(n, keys, leaf_of, maker, readers, stmts, common, options.roll_min)
-    singles = {}
-    for k in rest:
-        singles.setdefault((keys[k], dep[k]), []).append([k])
-    groups += [m for m in singles.values() if len(m) >= options.roll_alone_min]
+    groups += alone(rest)
     while True:
         order = _order(n, groups, leaf_of, maker)
         if isinstance(order, list):
             break
         broken = groups.pop(order)  # a loop that would need itself through others
         if len(broken[0]) > 1:  # whole members: their statements roll one by one instead
-            singles = {}
-            for k in (k for m in broken for k in m):
-                singles.setdefault((keys[k], dep[k]), []).append([k])
-            groups += [m for m in singles.values() if len(m) >= options.roll_alone_min]
+            groups += alone(k for m in broken for k in m)
     segments, rolled, run = [], {}, []
     for it in order + [None]:
         if it is not None and it[0] == "s":

@@ -118,9 +118,11 @@ def test_pairs_roll_as_whole_members():
 
 
 def test_small_kernels_and_roll_min_zero_do_not_roll():
-    prog = optimize.optimize(derive.grad(trace(lambda p: lj(p, 12), [(36,)]), [0], with_value=True),
-                             options.DEFAULT)
+    """The program that rolls above (lj12's gradient) stays straight in a kernel under
+    large_kernel_ops operations, with roll_min 0, and where the emitter asks for no loops."""
+    prog = optimize.optimize(derive.grad(trace(lambda p: lj(p, 12), [(36,)]), [0], with_value=True), OPTS)
+    assert schedule(prog, "k", OPTS, roll=True).rolled
+    small = options.Options(large_kernel_ops=prog.count_ops(), roll_alone_min=16)
+    assert schedule(prog, "k", small, roll=True).rolled == {}
     assert schedule(prog, "k", options.Options(roll_min=0, large_kernel_ops=0), roll=True).rolled == {}
-    assert prog.count_ops() < 2 * options.DEFAULT.large_kernel_ops
-    small = optimize.optimize(derive.grad(trace(lambda p: lj(p, 6), [(18,)]), [0]), options.DEFAULT)
-    assert schedule(small, "k", options.DEFAULT, roll=True).rolled == {}
+    assert schedule(prog, "k", OPTS).rolled == {}
