@@ -46,33 +46,32 @@ CASES = {"lj": lambda n: ((lambda p: bench_cases.lj(p, n)), [(3 * n,)]),
 
 
 def worker(case, size, what):
-    """One cold compile, stage by stage, in this (fresh) process."""
+    """One cold compile, stage by stage, in this (fresh) process, each stage run as the
+    pipeline runs it (source.stage: the garbage collector paused)."""
     from symgrad import build, options, render
+    from symgrad.source import stage
     from symgrad.tracing import trace
     from symgrad.transforms import derive, hessian, optimize
     opts = options.DEFAULT
     t = {}
     fn, shapes = CASES[case](size)
-    t0 = time.perf_counter()
-    prog = trace(fn, shapes)
-    t["trace"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
+
+    def timed(name, run):
+        t0 = time.perf_counter()
+        with stage(case, name):
+            out = run()
+        t[name] = time.perf_counter() - t0
+        return out
+    prog = timed("trace", lambda: trace(fn, shapes))
     shared = what == "grad" and prog.count_ops() >= opts.large_kernel_ops
-    if what == "hessian":
-        d = hessian.hessian(prog, [0])
-    else:  # what F.grad of a large program compiles: its value_and_grad kernel, the value optional
-        d = derive.grad(prog, [0], with_value=shared)
-    t["differentiate"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    o = optimize.optimize(d, opts)
-    t["optimize"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    k = render.render(o, f"{case}{size}_{what}", render.TARGETS["cpu", "float64"], build.vector_bits(), opts,
-                      optional=int(shared))
-    t["generate C"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    build.build(f"scaling_{prog.key[:24]}_{what}", k.source, parts=k.parts, extra_flags=k.cflags)
-    t["C compile"] = time.perf_counter() - t0
+    # what F.grad of a large program compiles: its value_and_grad kernel, the value optional
+    d = timed("differentiate", lambda: hessian.hessian(prog, [0]) if what == "hessian" else
+              derive.grad(prog, [0], with_value=shared))
+    o = timed("optimize", lambda: optimize.optimize(d, opts))
+    k = timed("generate C", lambda: render.render(o, f"{case}{size}_{what}", render.TARGETS["cpu", "float64"],
+                                                  build.vector_bits(), opts, optional=int(shared)))
+    timed("C compile", lambda: build.build(f"scaling_{prog.key[:24]}_{what}", k.source, parts=k.parts,
+                                           extra_flags=k.cflags))
     peak = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
                resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024
     print(json.dumps({"stages": t, "program": prog.count_ops(), "derivative": d.count_ops(),

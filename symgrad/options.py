@@ -30,8 +30,8 @@ class Options:
     segments_per_unit: int = 8
     large_kernel_ops: int = 2500
     # In such large kernels, at least this many repeated units of work alike (a pair of atoms'
-    # forward and reverse statements) run as one loop over a table of their operands
-    # (render/schedule.py: _rolled_segments), so that the C compiler's work follows the
+    # forward and reverse statements, with its additions to the running sums) run as one loop
+    # over a table of their operands (render/roll.py), so that the C compiler's work follows the
     # program's distinct forms, not its length; 0: never. Every number is computed from the
     # same operands by the same operations; where GCC left a straight segment's maths calls
     # scalar (libm) the loop calls libmvec's, and the last bit can differ.

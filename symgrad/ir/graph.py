@@ -44,6 +44,19 @@ class Graph:
         self.index = {n: i for i, n in enumerate(self.nodes)}
         self.args = list(prog.args)
         self._numbers = {}  # const node -> its number, read once (the rules ask it again and again)
+        self.selects = any(n[0] == "select" for n in self.nodes)  # whether any node is one (so far)
+        self._consts, self._zeros, self._ones = set(), set(), set()  # const nodes; those = 0, = 1
+        for i, n in enumerate(self.nodes):
+            if n[0] == "const":
+                self._known(i)
+
+    def _known(self, i):
+        self._consts.add(i)
+        v = self.value(i)
+        if v == 0:
+            self._zeros.add(i)
+        elif v == 1:
+            self._ones.add(i)
 
     # -- nodes ---------------------------------------------------------------------------
     def node(self, *n):
@@ -51,19 +64,24 @@ class Graph:
         if i is None:
             if None in n[1:]:
                 raise TypeError(f"an operand of {n[0]} is a structural 0 (None): a bug in symgrad's rules")
-            if n[0] not in LEAVES and n[0] != "sum" and all(self.is_const(j) for j in n[1:]):
+            op, consts = n[0], self._consts
+            if op not in LEAVES and op != "sum" and all(j in consts for j in n[1:]):
                 folded = self._fold(n)
                 if folded is not None:
                     return folded
             i = self.index[n] = len(self.nodes)
             self.nodes.append(n)
+            if op == "const":
+                self._known(i)
+            elif op == "select":
+                self.selects = True
         return i
 
     def const(self, c):
         return self.node(*const_key(c))
 
     def is_const(self, i):
-        return i is not None and self.nodes[i][0] == "const"
+        return i in self._consts
 
     def value(self, i):
         v = self._numbers.get(i)
@@ -72,10 +90,10 @@ class Graph:
         return v
 
     def is_zero(self, i):
-        return i is None or (self.nodes[i][0] == "const" and self.value(i) == 0)
+        return i is None or i in self._zeros
 
     def is_one(self, i):
-        return i is not None and self.nodes[i][0] == "const" and self.value(i) == 1
+        return i in self._ones
 
     def _fold(self, n):
         """A node of constants as a constant: exact arithmetic in rationals where every
@@ -226,6 +244,17 @@ class Graph:
             terms = [self.add(terms[k], terms[k + 1]) if k + 1 < len(terms) else terms[k]
                      for k in range(0, len(terms), 2)]
         return terms[0]
+
+    def chain(self, terms):
+        """The sum of ``terms`` (None entries are 0) added one by one in their order, as
+        ``g[i] += t`` accumulates (None if all are 0): each partial sum is read by the next
+        addition only, so the repeated work of a loop's iterations carries its running sums
+        (render/schedule.py rolls it)."""
+        acc = None
+        for t in terms:
+            if not self.is_zero(t):
+                acc = t if acc is None else self.add(acc, t)
+        return acc
 
     def cone(self, refs):
         """The nodes ``refs`` depend on (None entries are 0), ascending."""

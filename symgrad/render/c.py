@@ -65,7 +65,7 @@ class Lowered:
     """A Program laid out for printing: ``args`` (with ``symbols``: the Ref of every entry),
     ``body`` ((Ref, Expr) statements in order), ``outputs`` (with ``exprs``)."""
 
-    def __init__(self, prog, options):
+    def __init__(self, prog, options, links=False):
         self.prog, self.nodes = prog, prog.nodes
         nodes = prog.nodes
         uses = [0] * len(nodes)
@@ -80,10 +80,15 @@ class Lowered:
         for n in nodes:
             if n[0] == "pow" and (_integer_power(nodes, n[2]) or 0) not in (0, 1, -1):
                 pinned.add(n[1])  # a base multiplied by itself: printed once
-            if n[0] == "select":  # a chain of selects (np.max) nested into one expression
-                for j in n[2:]:   # would keep every condition alive to its end
+            elif n[0] == "select":  # a chain of selects (np.max) nested into one expression
+                for j in n[2:]:     # would keep every condition alive to its end
                     if nodes[j][0] == "select":
                         pinned.add(j)
+            elif links and n[0] in ("add", "sub"):  # a running sum's links: statements, to roll
+                pinned.update(j for j in n[1:] if nodes[j][0] in ("add", "sub"))
+        if links:  # its last link too, written to the result by a statement of its own
+            pinned.update(r for o in prog.outputs for r in o.refs
+                          if nodes[r][0] in ("add", "sub") and any(nodes[j][0] in ("add", "sub") for j in nodes[r][1:]))
         self.refs = {}
         self.args = []
         for a, arg in enumerate(prog.args):
@@ -93,34 +98,42 @@ class Lowered:
                 syms.append(Ref(-1 - len(self.refs), label))
                 self.refs[("arg", a, j)] = syms[-1]
             self.args.append(_Arg(arg, tuple(syms)))
-        self.inline = [False] * len(nodes)
+        # free[i]: the named nodes node i prints (its own name where it is a statement); size[i]:
+        # the nodes printed inside it (0 for a statement, a constant, an input)
+        inline = self.inline = [False] * len(nodes)
         size = [0] * len(nodes)
         free = [None] * len(nodes)
-        body, self.ref_of, self.calls, self.ops = [], {}, 0, 0
+        ref_of = self.ref_of = {}
+        body, calls, ops, refs, empty = [], 0, 0, self.refs, frozenset()
         limit = options.max_inlined_nodes
         for i, n in enumerate(nodes):
             op = n[0]
             if op == "const":
-                self.inline[i], free[i] = True, frozenset()
+                inline[i], free[i] = True, empty
                 continue
             if op == "arg":
-                ref = self.refs[n]
-                self.inline[i], free[i], self.ref_of[i] = True, frozenset((ref,)), ref
+                ref = ref_of[i] = refs[n]
+                inline[i], free[i] = True, frozenset((ref,))
                 continue
-            self.ops += 1
+            ops += 1
             if op in CALLS or (op == "pow" and _integer_power(nodes, n[2]) is None):
-                self.calls += 1
-            fs = frozenset().union(*[free[j] if self.inline[j] else (self.ref_of[j],) for j in n[1:]])
-            size[i] = 1 + sum(size[j] for j in n[1:] if self.inline[j])
-            if op == "neg" or (uses[i] == 1 and i not in pinned and size[i] <= limit):
-                self.inline[i], free[i] = True, fs
+                calls += 1
+            if len(n) == 3:
+                a, b = n[1], n[2]
+                fs, sz = free[a] | free[b], 1 + size[a] + size[b]
+            elif len(n) == 2:
+                fs, sz = free[n[1]], 1 + size[n[1]]
+            else:
+                fs, sz = empty.union(*[free[j] for j in n[1:]]), 1 + sum(size[j] for j in n[1:])
+            if op == "neg" or (uses[i] == 1 and sz <= limit and i not in pinned):
+                inline[i], free[i], size[i] = True, fs, sz
                 continue
-            ref = self.ref_of[i] = Ref(i, f"t.{i}")
+            ref = ref_of[i] = Ref(i, f"t.{i}")
             body.append((ref, Expr(self, i, fs, define=True)))
             free[i] = frozenset((ref,))
+        self.calls, self.ops = calls, ops
         self.body = tuple(body)
-        self.outputs = tuple(_Out(o, [Expr(self, r, free[r] if self.inline[r] else frozenset((self.ref_of[r],)))
-                                      for r in o.refs]) for o in prog.outputs)
+        self.outputs = tuple(_Out(o, [Expr(self, r, free[r]) for r in o.refs]) for o in prog.outputs)
 
     def count_ops(self):
         return self.ops
@@ -129,8 +142,10 @@ class Lowered:
         return self.calls
 
 
-def lower(prog, options) -> Lowered:
-    return Lowered(prog, options)
+def lower(prog, options, links=False) -> Lowered:
+    """``links``: every sum read by a sum is a statement (a running sum's links, which
+    schedule.py can roll), not nested into its reader's expression."""
+    return Lowered(prog, options, links)
 
 
 class Printer:

@@ -113,28 +113,36 @@ def _rolled(sched, i, target, options, params):
     names = {s: f"sg_a{j}" for j, s in enumerate(roll.ext[0])}
     names.update({t: f"sg_c{p}" for p, (t, _) in enumerate(body) if not isinstance(t, tuple)})
     printer = Printer(names, target, options)
-    width = len(roll.where) + sum(1 for t, _ in body if isinstance(t, tuple) or t in sched.slots)
-    table = []
+    stores = [p for p, (t, _) in enumerate(body) if isinstance(t, tuple) or t in sched.slots]
+    cols = [[sched.inputs[s][1] if a is not None else sched.slots[s] for s, a in zip(ext, roll.where)]
+            for ext in roll.ext]
     for m, ext in enumerate(roll.ext):
-        table += [sched.inputs[s][1] if a is not None else sched.slots[s] for s, a in zip(ext, roll.where)]
-        for t, _ in seg[m * roll.size:(m + 1) * roll.size]:
-            if isinstance(t, tuple):
-                table.append(t[1])
-            elif t in sched.slots:
-                table.append(sched.slots[t])
+        for p in stores:
+            t = seg[m * roll.size + p][0]
+            cols[m].append(t[1] if isinstance(t, tuple) else sched.slots[t])
+    # A running sum's link stores where it loaded the link before it (schedule's slots): one column.
+    n_ext = len(roll.where)
+    same = {}
+    for q, p in enumerate(stores):
+        if isinstance(body[p][0], tuple):
+            continue
+        a = next((a for a in range(n_ext) if roll.where[a] is None and all(c[a] == c[n_ext + q] for c in cols)), None)
+        if a is not None:
+            same[p] = a
+    keep = list(range(n_ext)) + [n_ext + q for q, p in enumerate(stores) if p not in same]
+    col_of = {p: keep.index(n_ext + q) for q, p in enumerate(stores) if p not in same}
+    col_of.update(same)
+    width = len(keep)
+    table = [c[k] for c in cols for k in keep]
     lines = [f"            const {L} sg_a{j} = {sched.args[a].name if a is not None else 'sg_t'}[sg_ix[{j}]*{W} + sg_j];"
              for j, a in enumerate(roll.where)]
-    col = len(roll.where)
     for p, (t, e) in enumerate(body):
         if isinstance(t, tuple):
-            lines.append(f"            {sched.results[t[0]].name}[sg_ix[{col}]*{W} + sg_j] = {printer.doprint(e)};")
-            col += 1
+            lines.append(f"            {sched.results[t[0]].name}[sg_ix[{col_of[p]}]*{W} + sg_j] = {printer.doprint(e)};")
             continue
         lines.append(f"            const {L} sg_c{p} = {printer.doprint(e)};")
         if t in sched.slots:
-            lines.append(f"            sg_t[sg_ix[{col}]*{W} + sg_j] = sg_c{p};")
-            col += 1
-    assert col == width and len(table) == width * len(roll.ext)
+            lines.append(f"            sg_t[sg_ix[{col_of[p]}]*{W} + sg_j] = sg_c{p};")
     return [f"SYMGRAD_HIDDEN SYMGRAD_NOINLINE void {name}_l{i}({', '.join(params)}) {{",
             f"    static const int32_t sg_table[{len(table)}] = {{{', '.join(map(str, table))}}};",
             "    const int32_t *sg_ix = SYMGRAD_OPAQUE(sg_table);",

@@ -158,6 +158,8 @@ def times(g, a, p):
 
 
 def _times(g, a, p):
+    if not g.selects:  # no select anywhere: neither factor is one
+        return g.mul(a, p)
     ga, gp = _guarded(g, a), _guarded(g, p)
     if ga is None and gp is None:
         return g.mul(a, p)
@@ -196,6 +198,9 @@ def _argument_of(n):
     return n[2] if n[0] == "read" and n[1] == "a" else None
 
 
+CHAIN_MIN = 8  # adjoints of more terms than this are one running sum (reverse)
+
+
 def reverse(g, y, wrt, scatter=None):
     """d y / d w for each node w of ``wrt`` (None: 0), by one reverse sweep from node ``y``.
     ``scatter``: {argument: []} of arguments the loops read, each list given the
@@ -214,7 +219,10 @@ def reverse(g, y, wrt, scatter=None):
         terms = adj.pop(t, None)
         if not terms or t not in act:
             continue
-        a = g.sum(terms)
+        # Few terms: a balanced tree (short dependency chains); many (a value read by the
+        # iterations of a traced loop): one running sum in the readers' order, as
+        # hand-written adjoint code accumulates, which rolls into the loop's body.
+        a = g.sum(terms) if len(terms) <= CHAIN_MIN else g.chain(reversed(terms))
         if a is None:
             continue
         n = g.nodes[t]

@@ -1,4 +1,4 @@
-"""Rolled kernels (repeated work as loops over tables: render/schedule.py) compute every
+"""Rolled kernels (repeated work as loops over tables: render/roll.py) compute every
 number bit for bit as the same kernel printed statement by statement (Options(roll_min=0)):
 gradients, Hessians, value beside gradient, float32, maths calls, sparse values, batches and
 single points. (Where GCC leaves a flat kernel's lane loop with maths calls scalar, libm's
@@ -27,7 +27,7 @@ def lj(p, atoms=8):
 
 
 def chained(x):
-    """A running total (which cannot roll) of terms that can."""
+    """A running total of terms: each member reads the one before (through the scratch)."""
     acc = 0.0
     for k in range(40):
         acc = acc * 0.5 + math.sin(x[k] * x[(k + 3) % 40] + 1.0)

@@ -58,3 +58,30 @@ def test_half_integer_powers_a_derivative_builds_are_square_roots():
     printer = Printer(names, TARGETS["cpu", "float64"], options.DEFAULT)
     text = " ".join(printer.doprint(e) for _, e in low.body) + " " + printer.doprint(low.outputs[0].exprs[0])
     assert "sqrt(" in text and "pow(" not in text, text  # (1 - x*x) ** (-1/2): 1/sqrt, exactly rounded once
+
+
+def _printed(low):
+    names = {s: a.name for a in low.args for s in a.symbols}
+    names.update({t: f"t{k}" for k, (t, _) in enumerate(low.body)})
+    printer = Printer(names, TARGETS["cpu", "float64"], options.DEFAULT)
+    return [printer.doprint(e) for _, e in low.body], [printer.doprint(e) for e in low.outputs[0].exprs]
+
+
+def test_statements_where_inlining_would_repeat_or_keep_alive():
+    """A power's base is a statement (printed once, not once a factor); so is each select of a
+    chain of selects (np.max's); in kernels that may roll (``links``), so is each link of a
+    running sum, the last one included; elsewhere nothing used once is."""
+    body, out = _printed(lower(trace(lambda x, y: (x + y) ** 3, [(), ()]), options.DEFAULT))
+    assert body == ["(x + y)"] and out == ["((t0*t0)*t0)"]
+    body, out = _printed(lower(trace(lambda x, y: max(x, y, x * y, x - y), [(), ()]), options.DEFAULT))
+    assert [b.count("?") for b in body if "?" in b] == [1, 1] and out[0].count("?") == 1  # one select each
+
+    def running(x, y):
+        s = x
+        for k in range(4):
+            s = s + math.sin(y * k)
+        return s
+    body, out = _printed(lower(trace(running, [(), ()]), options.DEFAULT))
+    assert body == [] and out[0].count("+") == 4  # one expression
+    body, out = _printed(lower(trace(running, [(), ()]), options.DEFAULT, links=True))
+    assert [b.count("+") for b in body] == [1, 1, 1, 1] and out == ["t3"]

@@ -1,4 +1,4 @@
-"""Rolled schedules (render/schedule.py: _rolled_segments), without a C compiler: repeated
+"""Rolled schedules (render/roll.py), without a C compiler: repeated
 work of a large program becomes loops over members, every statement is scheduled exactly
 once, and every statement reads only what an earlier statement (or an earlier member of its
 own loop's member) has computed."""
@@ -8,7 +8,8 @@ import pytest
 from helpers import carried
 
 from symgrad import options
-from symgrad.render.schedule import _shape, schedule
+from symgrad.render.roll import _shape
+from symgrad.render.schedule import schedule
 from symgrad.tracing import trace
 from symgrad.transforms import derive, hessian, optimize
 
@@ -63,23 +64,24 @@ def _check(sched):
                     done.add(t)
             continue
         assert len(seg) == roll.size * len(roll.ext)
-        made = []
+        made = set()
         for m, ext in enumerate(roll.ext):
             member = seg[m * roll.size:(m + 1) * roll.size]
-            assert set(ext) <= done, (i, m)
+            assert set(ext) <= done | made, (i, m)  # members run in order: earlier ones are there
+            assert all(s in sched.slots for s in set(ext) & made)  # through the scratch
             inside = set()
             for t, e in member:
-                assert set(e.free_symbols) <= done | inside, (i, m, t)
+                assert set(e.free_symbols) <= done | made | inside, (i, m, t)
                 assert t not in seen
                 seen.add(t)
                 if not isinstance(t, tuple):
                     inside.add(t)
-            made += inside
+            made |= inside
             # one form: the statements print alike, operands abstracted
             first = seg[:roll.size]
             for (_, a), (_, b) in zip(first, member):
                 assert _shape(a.low, a.node, a.define, [], {}) == _shape(b.low, b.node, b.define, [], {})
-        done |= set(made)  # members never read each other: what they make is there after the loop
+        done |= made
     return seen
 
 
@@ -90,7 +92,7 @@ def _statements(sched):
 @pytest.mark.parametrize("make,rolls", [
     (lambda: derive.grad(trace(lambda p: lj(p, 12), [(36,)]), [0], with_value=True), True),
     (lambda: hessian.hessian(trace(lambda p: lj(p, 6), [(18,)]), [0]), True),
-    (lambda: derive.grad(trace(chained, [(7,)]), [0], with_value=True), False),  # every step reads the last
+    (lambda: derive.grad(trace(chained, [(7,)]), [0], with_value=True), True),  # each member reads the last
     (lambda: derive.grad(trace(shared, [(5,)]), [0], with_value=True), True),
     (lambda: derive.grad(trace(linked, [(40,)]), [0], with_value=True), True),
     (lambda: trace(carried, [(21,)]), True),
@@ -106,13 +108,15 @@ def test_rolled_schedule_is_complete_and_ordered(make, rolls):
 
 
 def test_pairs_roll_as_whole_members():
-    """lj: each pair's forward and reverse work is one member of one loop, in registers, and
-    the C compiler sees a fraction of the statements."""
+    """lj: each pair's forward and reverse work, with its additions to the running sums (the
+    energy and the six gradient entries of its atoms: reverse's chains), is one member of one
+    loop, in registers, and the C compiler sees a fraction of the statements. The pairs of the
+    first two atoms start the gradient's sums (11 and 10 pairs: under roll_min, straight)."""
     prog = optimize.optimize(derive.grad(trace(lambda p: lj(p, 12), [(36,)]), [0], with_value=True), OPTS)
     sched = schedule(prog, "k", OPTS, roll=True)
     whole = [r for r in sched.rolled.values() if r.size > 1]
-    assert [len(r.ext) for r in whole] == [66]  # the 66 pairs
-    assert whole[0].where == (0,) * 6  # each reads its two atoms' coordinates, and nothing else
+    assert [len(r.ext) for r in whole] == [66 - 21]
+    assert whole[0].where == (0,) * 6 + (None,) * 7  # its atoms' coordinates, the sums it adds to
     straight = sum(len(s) for i, s in enumerate(sched.segments) if i not in sched.rolled)
     assert straight < _statements(sched) / 3
 
