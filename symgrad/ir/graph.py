@@ -46,6 +46,7 @@ class Graph:
         self._numbers = {}  # const node -> its number, read once (the rules ask it again and again)
         self.selects = any(n[0] == "select" for n in self.nodes)  # whether any node is one (so far)
         self._consts, self._zeros, self._ones = set(), set(), set()  # const nodes; those = 0, = 1
+        self._folded, self._ints = {}, {}  # node of constants -> its folded node (or None); int -> node
         for i, n in enumerate(self.nodes):
             if n[0] == "const":
                 self._known(i)
@@ -66,7 +67,9 @@ class Graph:
                 raise TypeError(f"an operand of {n[0]} is a structural 0 (None): a bug in symgrad's rules")
             op, consts = n[0], self._consts
             if op not in LEAVES and op != "sum" and all(j in consts for j in n[1:]):
-                folded = self._fold(n)
+                folded = self._folded.get(n, self._folded)
+                if folded is self._folded:  # each node of constants folded once (in rationals: slow)
+                    folded = self._folded[n] = self._fold(n)
                 if folded is not None:
                     return folded
             i = self.index[n] = len(self.nodes)
@@ -78,6 +81,11 @@ class Graph:
         return i
 
     def const(self, c):
+        if type(c) is int:  # the rules' 0, 1, -1, 2 ...: looked up, not keyed again
+            i = self._ints.get(c)
+            if i is None:
+                i = self._ints[c] = self.node(*const_key(c))
+            return i
         return self.node(*const_key(c))
 
     def is_const(self, i):

@@ -56,6 +56,15 @@ def ref(b, x):
 
 def apply(op, *xs):
     """The traced result of ``op`` on traced values and numbers (at least one traced)."""
+    x0 = xs[0]
+    if type(x0) is Value and op not in _WANTS_CONDITION:  # the common case: arithmetic on values
+        b = x0.b
+        if len(xs) == 1:
+            return Value(b, b.node(op, x0.i)) if op not in ops.COMPARE else Condition(b, b.node(op, x0.i))
+        x1 = xs[1]
+        if len(xs) == 2 and type(x1) is Value and x1.b is b:
+            i = b.node(op, x0.i, x1.i)
+            return Condition(b, i) if op in ops.COMPARE else Value(b, i)
     b = next((x.b for x in xs if isinstance(x, (Value, Condition))), None)
     if b is None:
         raise TraceError(f"{op} of {', '.join(type(x).__name__ for x in xs)} at {user_site()}: expected a "
@@ -74,6 +83,9 @@ def apply(op, *xs):
         refs.append(r)
     i = b.node(op, *refs)
     return Condition(b, i) if op in ops.COMPARE or op in ops.LOGIC else Value(b, i)
+
+
+_WANTS_CONDITION = set(ops.LOGIC) | {"select"}  # ops that take truth values (select: its first)
 
 
 def _is_nan(x):
