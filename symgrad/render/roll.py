@@ -131,9 +131,12 @@ def runs(stmts, inputs_of, options):
         order = _order(n, groups, src_of)
         if isinstance(order, list):
             break
-        broken = groups.pop(order)  # a loop that would need itself through others
-        if len(broken[0]) > 1:  # whole members: their statements roll one by one instead
-            groups += alone(k for m in broken for k in m)
+        # loops that would need themselves through others: all broken at once
+        broken = [groups[g] for g in sorted(order)]
+        groups = [m for g, m in enumerate(groups) if g not in order]
+        for members in broken:
+            if len(members[0]) > 1:  # whole members: their statements roll one by one instead
+                groups += alone(k for m in members for k in m)
     out = []
     for g, items in _runs_of(order):
         members = [groups[g][j] for j in items] if g is not None else None
@@ -281,7 +284,7 @@ def _order(n, groups, src_of):
     places the ready statements that loops need, else starts the run of the loop whose next
     member comes first in the program, and leaves the statements no loop needs (the results)
     for last. Returns a list of ("s", statement) and ("m", loop, member); or, where members
-    would need each other round a cycle, the index of a loop caught in it."""
+    would need each other round a cycle, the set of the loops caught in cycles."""
     where = {k: (g, j) for g, members in enumerate(groups) for j, m in enumerate(members) for k in m}
     items = [("s", k) for k in range(n) if k not in where] + \
         [("m", g, j) for g, members in enumerate(groups) for j in range(len(members))]
@@ -343,9 +346,51 @@ def _order(n, groups, src_of):
             waiting[r] -= 1
             if not waiting[r]:
                 ready(r)
-    if len(order) < len(items):  # a cycle: a loop whose member is still waiting
-        return next(it[1] for it in items if it[0] == "m" and waiting[it])
+    if len(order) < len(items):  # cycles among what is still waiting: the loops caught in them
+        return _cyclic({it for it in items if waiting[it]}, needs)
     return order
+
+
+def _cyclic(left, needs):
+    """The loops with a member on a cycle of ``needs`` among the items ``left`` (Tarjan's
+    strongly connected components, without recursion)."""
+    index, low, on, stack, out, counter = {}, {}, set(), [], set(), [0]
+    for root in left:
+        if root in index:
+            continue
+        work = [(root, iter([d for d in needs[root] if d in left]))]
+        index[root] = low[root] = counter[0]
+        counter[0] += 1
+        stack.append(root)
+        on.add(root)
+        while work:
+            v, it = work[-1]
+            for w in it:
+                if w not in index:
+                    index[w] = low[w] = counter[0]
+                    counter[0] += 1
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter([d for d in needs[w] if d in left])))
+                    break
+                if w in on:
+                    low[v] = min(low[v], index[w])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[v])
+                if low[v] == index[v]:
+                    comp = []
+                    while True:
+                        w = stack.pop()
+                        on.discard(w)
+                        comp.append(w)
+                        if w == v:
+                            break
+                    if len(comp) > 1:
+                        out.update(w[1] for w in comp if w[0] == "m")
+    assert out, "a stalled schedule has a cycle"
+    return out
 
 
 def _outside(member, leaf_of, src_of):
