@@ -38,19 +38,29 @@ PROGRESS_SECONDS = None if quiet(os.environ.get("SYMGRAD_QUIET")) else 2.0
 @contextmanager
 def stage(function, what, detail=lambda: "", expect=None):
     """Time one pipeline stage; report it if it was slow, and at its start too if ``expect``
-    (a callable: (operations, estimated seconds)) says it will be. Python's cyclic garbage
-    collector pauses meanwhile (paused_gc)."""
+    (a callable: (operations, estimated seconds)) says it will be. The stages of symgrad's
+    own Python work (PAUSES_GC) run with the cyclic garbage collector paused (paused_gc)."""
     if PROGRESS_SECONDS is not None and expect is not None:
         ops, seconds = expect()
         if seconds >= PROGRESS_SECONDS:
             progress.warning("symgrad: %s: %s of about %d operations, expected about %.0f s", function, what,
                              ops, max(seconds, 1.0))
     t = time.perf_counter()
-    with paused_gc():
+    with paused_gc() if what in PAUSES_GC else _nothing():
         yield
     dt = time.perf_counter() - t
     if PROGRESS_SECONDS is not None and dt >= PROGRESS_SECONDS:
         progress.warning("symgrad: %s: %s took %.1f s%s", function, what, dt, detail())
+
+
+# The stages that run only symgrad's code, allocating much and briefly: not the trace (the
+# user's function runs there) nor the C compile (it waits for gcc).
+PAUSES_GC = frozenset({"differentiate", "optimize", "generate C", "sparsity pattern"})
+
+
+@contextmanager
+def _nothing():
+    yield
 
 
 _gc_lock, _gc_depth, _gc_was = threading.Lock(), [0], [False]
@@ -61,8 +71,8 @@ def paused_gc():
     """No cyclic garbage collection while the stages run: they build hundreds of thousands of
     tuples and dicts, which made the collector's passes a quarter of their time (lj40's
     generate C: 0.38 s, 0.29 s paused); what they drop is freed by reference counting, and
-    the collector takes up where it was once the last stage of any thread ends (a user who
-    turned it off keeps it off)."""
+    the collector takes up where it was once the last paused stage of any thread ends (a user
+    who turned it off before keeps it off; a process forked meanwhile gets it back at once)."""
     with _gc_lock:
         if _gc_depth[0] == 0:
             _gc_was[0] = gc.isenabled()
@@ -72,9 +82,24 @@ def paused_gc():
         yield
     finally:
         with _gc_lock:
-            _gc_depth[0] -= 1
-            if _gc_depth[0] == 0 and _gc_was[0]:
-                gc.enable()
+            if _gc_depth[0]:  # 0: a forked child, which resumed already
+                _gc_depth[0] -= 1
+                if _gc_depth[0] == 0 and _gc_was[0]:
+                    gc.enable()
+
+
+def _gc_after_fork_in_child():
+    """The child has none of the threads whose stages paused the collector: it resumes."""
+    global _gc_lock
+    _gc_lock = threading.Lock()
+    if _gc_depth[0]:
+        _gc_depth[0] = 0
+        if _gc_was[0]:
+            gc.enable()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_gc_after_fork_in_child)
 
 
 # Seconds per operation of each stage, measured on loop-style programs (examples/scaling.py,
