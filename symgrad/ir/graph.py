@@ -16,6 +16,7 @@ from ..program import Output, Program, const_key, const_value, index_vars
 from .ops import OPS
 
 LEAVES = ("const", "arg", "read")  # nodes with no operand nodes (a read's are its index)
+_MUL_SPECIAL = frozenset({"const", "div", "neg"})  # the operands Graph.mul may rewrite a product of
 _NAMED = {"pi": math.pi, "E": math.e, "EulerGamma": 0.5772156649015329}
 _TINY, _HUGE = Fraction(2.2250738585072014e-308), Fraction(1.7976931348623157e308)
 
@@ -47,6 +48,7 @@ class Graph:
         self.selects = any(n[0] == "select" for n in self.nodes)  # whether any node is one (so far)
         self._consts, self._zeros, self._ones = set(), set(), set()  # const nodes; those = 0, = 1
         self._folded, self._ints = {}, {}  # node of constants -> its folded node (or None); int -> node
+        self._recips = {}  # rational const node -> its reciprocal as a float node (or None): _divisor
         for i, n in enumerate(self.nodes):
             if n[0] == "const":
                 self._known(i)
@@ -63,15 +65,20 @@ class Graph:
     def node(self, *n):
         i = self.index.get(n)
         if i is None:
-            if None in n[1:]:
+            operands = n[1:]
+            if None in operands:
                 raise TypeError(f"an operand of {n[0]} is a structural 0 (None): a bug in symgrad's rules")
             op, consts = n[0], self._consts
-            if op not in LEAVES and op != "sum" and all(j in consts for j in n[1:]):
-                folded = self._folded.get(n, self._folded)
-                if folded is self._folded:  # each node of constants folded once (in rationals: slow)
-                    folded = self._folded[n] = self._fold(n)
-                if folded is not None:
-                    return folded
+            if op not in LEAVES and op != "sum":
+                for j in operands:
+                    if j not in consts:
+                        break
+                else:  # every operand a constant
+                    folded = self._folded.get(n, self._folded)
+                    if folded is self._folded:  # each node of constants folded once (in rationals: slow)
+                        folded = self._folded[n] = self._fold(n)
+                    if folded is not None:
+                        return folded
             i = self.index[n] = len(self.nodes)
             self.nodes.append(n)
             if op == "const":
@@ -164,6 +171,9 @@ class Graph:
             return b
         if self.is_one(b):
             return a
+        nodes = self.nodes
+        if nodes[a][0] not in _MUL_SPECIAL and nodes[b][0] not in _MUL_SPECIAL:  # none of the rules below
+            return self.node("mul", a, b) if a < b else self.node("mul", b, a)
         if self.is_const(a) and self.value(a) == -1:
             return self.neg(b)
         for x, y in ((a, b), (b, a)):
@@ -199,9 +209,12 @@ class Graph:
         if n[0] == "div" and self.is_one(n[1]):
             return n[2]
         if n[0] == "const" and n[1] == "q":
-            r = 1 / Fraction(n[2], n[3])
-            if r.denominator & (r.denominator - 1) == 0 and float(r) == r:
-                return self.const(float(r))
+            r = self._recips.get(x, self._recips)
+            if r is self._recips:  # once per constant (rationals: slow)
+                q = 1 / Fraction(n[2], n[3])
+                r = self._recips[x] = self.const(float(q)) if q.denominator & (q.denominator - 1) == 0 and \
+                    float(q) == q else None
+            return r
         return None
 
     def div(self, a, b):

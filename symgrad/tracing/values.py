@@ -57,14 +57,23 @@ def ref(b, x):
 def apply(op, *xs):
     """The traced result of ``op`` on traced values and numbers (at least one traced)."""
     x0 = xs[0]
-    if type(x0) is Value and op not in _WANTS_CONDITION:  # the common case: arithmetic on values
-        b = x0.b
-        if len(xs) == 1:
+    if op not in _WANTS_CONDITION:  # the common cases: arithmetic on values and floats
+        t0 = type(x0)
+        if t0 is Value and len(xs) == 1:
+            b = x0.b
             return Value(b, b.node(op, x0.i)) if op not in ops.COMPARE else Condition(b, b.node(op, x0.i))
-        x1 = xs[1]
-        if len(xs) == 2 and type(x1) is Value and x1.b is b:
-            i = b.node(op, x0.i, x1.i)
-            return Condition(b, i) if op in ops.COMPARE else Value(b, i)
+        if len(xs) == 2:
+            x1 = xs[1]
+            t1 = type(x1)
+            i = None
+            if t0 is Value and (t1 is Value and x1.b is x0.b or t1 is float):
+                b = x0.b
+                i = b.node(op, x0.i, x1.i if t1 is Value else b.const(x1))
+            elif t0 is float and t1 is Value:
+                b = x1.b
+                i = b.node(op, b.const(x0), x1.i)
+            if i is not None:
+                return Condition(b, i) if op in ops.COMPARE else Value(b, i)
     b = next((x.b for x in xs if isinstance(x, (Value, Condition))), None)
     if b is None:
         raise TraceError(f"{op} of {', '.join(type(x).__name__ for x in xs)} at {user_site()}: expected a "

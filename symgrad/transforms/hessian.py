@@ -58,6 +58,8 @@ def _second(g, t):
                         out[pos[s], pos[s2]] = v
         tpl = memo[shape] = (h, root, out)
     h, root, out = tpl
+    if not out:  # a linear op (add, sub, neg, a product by a constant): nothing to instantiate
+        return out
     leaf_of = {h.index[("arg", k, 0)]: o for k, o in enumerate(n[1:]) if ("arg", k, 0) in h.index}
     cache = {root: t}
 

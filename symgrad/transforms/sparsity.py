@@ -87,8 +87,12 @@ def _second_support(shape):
 def _operand_shape(g, t):
     """Node ``t``'s op and operands, a constant as its node and any other as None: the key of
     its template."""
-    n = g.nodes[t]
-    return (n[0],) + tuple(g.nodes[o] if g.nodes[o][0] == "const" else None for o in n[1:])
+    nodes, consts = g.nodes, g._consts
+    n = nodes[t]
+    if len(n) == 3:  # most nodes: binary
+        a, b = n[1], n[2]
+        return n[0], nodes[a] if a in consts else None, nodes[b] if b in consts else None
+    return (n[0],) + tuple(nodes[o] if o in consts else None for o in n[1:])
 
 
 def _columns(g, argnums):
@@ -140,20 +144,26 @@ def hessian_pattern(prog: Program, argnums) -> Pattern:
     _, deps = _columns(g, argnums)
     y = prog.outputs[0].refs[0]
     n = _ncols(prog, argnums)
-    live, rows = {y}, {}
+    live, rows, nodes = {y}, {}, prog.nodes
     for t in range(y, -1, -1):
-        if t not in live or prog.nodes[t][0] in LEAVES:
+        if t not in live:
             continue
-        live.update(prog.nodes[t][1 + k] for k in _support(_operand_shape(g, t)) if deps[prog.nodes[t][1 + k]])
-        operands = prog.nodes[t][1:]
-        for i, j in _second_support(_operand_shape(g, t)):
-            a, b = deps[operands[i]], deps[operands[j]]
+        node = nodes[t]
+        if node[0] in LEAVES:
+            continue
+        shape = _operand_shape(g, t)
+        for k in _support(shape):
+            if deps[node[1 + k]]:
+                live.add(node[1 + k])
+        for i, j in _second_support(shape):
+            a, b = deps[node[1 + i]], deps[node[1 + j]]
             if not a or not b:
                 continue
             for c in _bits(a):
                 rows[c] = rows.get(c, 0) | (b & ((2 << c) - 1))
-            for c in _bits(b):
-                rows[c] = rows.get(c, 0) | (a & ((2 << c) - 1))
+            if a != b:  # (a == b: the same pairs again)
+                for c in _bits(b):
+                    rows[c] = rows.get(c, 0) | (a & ((2 << c) - 1))
     return _pattern({i: r for i, r in rows.items() if r}, (n, n), lower=True)
 
 
