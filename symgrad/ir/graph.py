@@ -49,6 +49,7 @@ class Graph:
         self._consts, self._zeros, self._ones = set(), set(), set()  # const nodes; those = 0, = 1
         self._folded, self._ints = {}, {}  # node of constants -> its folded node (or None); int -> node
         self._recips = {}  # rational const node -> its reciprocal as a float node (or None): _divisor
+        self._scales = {}  # (const, const) -> whether mul folds c * (k * y) to (c*k) * y
         for i, n in enumerate(self.nodes):
             if n[0] == "const":
                 self._known(i)
@@ -163,44 +164,56 @@ class Graph:
         return self.node("neg", a)
 
     def mul(self, a, b):
-        if self.is_zero(a) or self.is_zero(b):
+        zeros, consts, ones = self._zeros, self._consts, self._ones
+        if a is None or b is None or a in zeros or b in zeros:
             return None
-        if self.is_const(b) and not self.is_const(a):
+        if b in consts and a not in consts:
             a, b = b, a
-        if self.is_one(a):
+        if a in ones:
             return b
-        if self.is_one(b):
+        if b in ones:
             return a
         nodes = self.nodes
-        if nodes[a][0] not in _MUL_SPECIAL and nodes[b][0] not in _MUL_SPECIAL:  # none of the rules below
+        na, nb = nodes[a], nodes[b]
+        if na[0] not in _MUL_SPECIAL and nb[0] not in _MUL_SPECIAL:  # none of the rules below
             return self.node("mul", a, b) if a < b else self.node("mul", b, a)
-        if self.is_const(a) and self.value(a) == -1:
+        a_const = a in consts
+        if a_const and self.value(a) == -1:
             return self.neg(b)
-        for x, y in ((a, b), (b, a)):
-            r = self._divisor(x)
-            if r is not None:  # y * (1/r) is y / r: one rounding, the division as written
-                return self.div(y, r)
-            n = self.nodes[x]
-            if n[0] == "div" and n[2] == y:  # y * (p/y) is p: derivatives of x*log(x) at 1e300
-                return n[1]  # (x * ((1/x)/x) underflows)
-            if n[0] == "neg" and self.nodes[n[1]][0] == "div" and self.nodes[n[1]][2] == y:
-                return self.neg(self.nodes[n[1]][1])
-        if self.nodes[a][0] == "neg" and self.nodes[b][0] == "neg":
-            return self.mul(self.nodes[a][1], self.nodes[b][1])
-        if self.nodes[b][0] == "neg":
-            return self.neg(self.mul(a, self.nodes[b][1]))
-        if self.nodes[a][0] == "neg":
-            return self.neg(self.mul(self.nodes[a][1], b))
-        if self.is_const(a) and not self.is_const(b):
-            c, nb = self.value(a), self.nodes[b]
-            if nb[0] == "mul" and self.is_const(nb[1]):  # c * (k * y) is (c*k) * y, c*k exact (and a double)
-                k = self.value(nb[1])
-                if _finite(c) and _finite(k) and _in_range(Fraction(c) * Fraction(k)):
+        for x, n, y in ((a, na, b), (b, nb, a)):
+            if n[0] == "div":
+                if n[1] in ones:  # y * (1/r) is y / r: one rounding, the division as written
+                    return self.div(y, n[2])
+                if n[2] == y:  # y * (p/y) is p: derivatives of x*log(x) at 1e300
+                    return n[1]  # (x * ((1/x)/x) underflows)
+            elif n[0] == "const":
+                r = self._divisor(x)
+                if r is not None:  # a rational 1/r, r a float: y / r
+                    return self.div(y, r)
+            elif n[0] == "neg":
+                m = nodes[n[1]]
+                if m[0] == "div" and m[2] == y:
+                    return self.neg(m[1])
+        if na[0] == "neg" and nb[0] == "neg":
+            return self.mul(na[1], nb[1])
+        if nb[0] == "neg":
+            return self.neg(self.mul(a, nb[1]))
+        if na[0] == "neg":
+            return self.neg(self.mul(na[1], b))
+        if a_const and b not in consts:
+            c = self.value(a)
+            if nb[0] == "mul" and nb[1] in consts:  # c * (k * y) is (c*k) * y, c*k exact (and a double)
+                key = (a, nb[1])
+                ok = self._scales.get(key)
+                if ok is None:  # once per pair of constants (rationals: slow)
+                    k = self.value(nb[1])
+                    ok = self._scales[key] = _finite(c) and _finite(k) and _in_range(Fraction(c) * Fraction(k))
+                if ok:
                     return self.mul(self.node("mul", a, nb[1]), nb[2])
             if not isinstance(c, float) or math.isfinite(c):
                 if c < 0:  # -c * y, negated: shared with c * y
                     return self.neg(self.mul(self.const(-c), b))
-        return self.node("mul", *((a, b) if self.is_const(a) else sorted((a, b))))
+        return self.node("mul", *((a, b) if a_const else sorted((a, b))))
 
     def _divisor(self, x):
         """r where node ``x`` is 1/r: a division of 1, or a constant whose reciprocal is a

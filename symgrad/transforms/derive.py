@@ -144,10 +144,13 @@ def times(g, a, p):
     select(C, v, 0) * p is select(C, v * p, 0), C the conjunction of the conditions of nested
     such selects (_guarded), so each product costs O(1) nodes and no NaN of a branch not taken,
     however deep, reaches the result."""
-    if g.is_zero(a) or g.is_zero(p):
+    zeros, ones = g._zeros, g._ones
+    if a is None or p is None or a in zeros or p in zeros:
         return None
-    if g.is_one(a) or g.is_one(p):
-        return p if g.is_one(a) else a
+    if a in ones:
+        return p
+    if p in ones:
+        return a
     data = [x for x in (a, p) if g.data_only(x)] if g.prog.data else ()
     if data:  # a number of the data alone is a constant of the trace element by element, where
         c = g.node("ne", data[0], g.const(0))  # a 0 takes the term away: inf * 0 is no NaN there
