@@ -4,6 +4,7 @@ in-process CPU kernel rolls (cpu.py prints a Roll as a loop over a table of oper
 from __future__ import annotations
 
 import heapq
+import itertools
 from dataclasses import dataclass
 
 
@@ -127,13 +128,16 @@ def runs(stmts, inputs_of, options):
 
     groups, rest = _members(n, keys, results, leaf_of, src_of, readers, stmts, common, options.roll_min)
     groups += alone(rest)
-    while True:
-        order = _order(n, groups, src_of)
-        if isinstance(order, list):
+    for attempt in itertools.count():
+        order, cycles = _order(n, groups, src_of)
+        if order is not None:
             break
-        # loops that would need themselves through others: all broken at once
-        broken = [groups[g] for g in sorted(order)]
-        groups = [m for g, m in enumerate(groups) if g not in order]
+        # loops that would need themselves through others: the first of each cycle broken (one
+        # may free the others), after _BREAK_PASSES passes every loop on a cycle (a pass costs
+        # a whole scheduling; a large Hessian caught hundreds, one a pass took a minute)
+        cut = set().union(*cycles) if attempt >= _BREAK_PASSES else {min(c) for c in cycles}
+        broken = [groups[g] for g in sorted(cut)]
+        groups = [m for g, m in enumerate(groups) if g not in cut]
         for members in broken:
             if len(members[0]) > 1:  # whole members: their statements roll one by one instead
                 groups += alone(k for m in members for k in m)
@@ -275,6 +279,7 @@ def _ranked(members, src_of):
 
 
 _ATTEMPTS = 4  # rounds of _members (each takes out the statements that read other members)
+_BREAK_PASSES = 8  # passes of runs that break one loop of each cycle; then all of them
 
 
 def _order(n, groups, src_of):
@@ -283,8 +288,8 @@ def _order(n, groups, src_of):
     a list scheduler that continues the current run while its next member is ready, else
     places the ready statements that loops need, else starts the run of the loop whose next
     member comes first in the program, and leaves the statements no loop needs (the results)
-    for last. Returns a list of ("s", statement) and ("m", loop, member); or, where members
-    would need each other round a cycle, the set of the loops caught in cycles."""
+    for last. Returns (a list of ("s", statement) and ("m", loop, member), None); or, where
+    members would need each other round a cycle, (None, the loops caught in each cycle: _cyclic)."""
     where = {k: (g, j) for g, members in enumerate(groups) for j, m in enumerate(members) for k in m}
     items = [("s", k) for k in range(n) if k not in where] + \
         [("m", g, j) for g, members in enumerate(groups) for j in range(len(members))]
@@ -347,14 +352,14 @@ def _order(n, groups, src_of):
             if not waiting[r]:
                 ready(r)
     if len(order) < len(items):  # cycles among what is still waiting: the loops caught in them
-        return _cyclic({it for it in items if waiting[it]}, needs)
-    return order
+        return None, _cyclic({it for it in items if waiting[it]}, needs)
+    return order, None
 
 
 def _cyclic(left, needs):
-    """The loops with a member on a cycle of ``needs`` among the items ``left`` (Tarjan's
-    strongly connected components, without recursion)."""
-    index, low, on, stack, out, counter = {}, {}, set(), [], set(), [0]
+    """The loops with a member on a cycle of ``needs`` among the items ``left``: a set of
+    loops for each strongly connected component that has a cycle (Tarjan's, without recursion)."""
+    index, low, on, stack, out, counter = {}, {}, set(), [], [], [0]
     for root in left:
         if root in index:
             continue
@@ -387,8 +392,9 @@ def _cyclic(left, needs):
                         comp.append(w)
                         if w == v:
                             break
-                    if len(comp) > 1:
-                        out.update(w[1] for w in comp if w[0] == "m")
+                    loops = {w[1] for w in comp if w[0] == "m"}
+                    if len(comp) > 1 and loops:
+                        out.append(loops)
     assert out, "a stalled schedule has a cycle"
     return out
 
