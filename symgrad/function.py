@@ -118,6 +118,7 @@ class Function(Callable):
             f = self
             runs = self._steps and kind_of(self._steps[-1][0]).runs
             if runs and self._shared():
+                self.result_shapes()  # its own refusals first: "grad needs", not "value_and_grad needs"
                 sibling = self.__dict__.get("_sibling")  # F.value_and_grad itself, where F made this
                 f = sibling() if sibling else Function(
                     self.py_name, self._source, self.dtype, args=self.args, options=self.options,

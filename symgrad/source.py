@@ -72,7 +72,9 @@ def paused_gc():
     tuples and dicts, which made the collector's passes a quarter of their time (lj40's
     generate C: 0.38 s, 0.29 s paused); what they drop is freed by reference counting, and
     the collector takes up where it was once the last paused stage of any thread ends (a user
-    who turned it off before keeps it off; a process forked meanwhile gets it back at once)."""
+    who turned it off before keeps it off; a process forked meanwhile gets it back at once).
+    The switch is the interpreter's: another thread's code runs without the collector while a
+    stage runs, and finds it on again after, even where that thread turned it off meanwhile."""
     with _gc_lock:
         if _gc_depth[0] == 0:
             _gc_was[0] = gc.isenabled()

@@ -74,3 +74,14 @@ def test_options_name_the_field_and_what_it_takes(field, value, expected):
     with pytest.raises(ValueError, match=f"Options.{field} must be {expected}, got {value!r}"):
         symgrad.Options(**{field: value})
     assert getattr(symgrad.Options(**{field: 7}), field) == 7
+
+
+@pytest.mark.parametrize("large_kernel_ops", [0, 2500])
+def test_grad_of_a_vector_function_names_grad_large_or_not(large_kernel_ops):
+    """A large program's gradient runs its value_and_grad kernel: the refusal still names
+    grad, as the user wrote it, and comes before anything is compiled."""
+    import numpy as np
+    F = symgrad.compile(lambda x: x * 2.0, [(3,)], options=symgrad.Options(large_kernel_ops=large_kernel_ops))
+    with pytest.raises(ValueError, match=r"^grad needs a scalar-valued function, but it returns shape \(3,\); "
+                                         r"use \.jacobian"):
+        F.grad(np.ones(3))
