@@ -30,22 +30,46 @@ def _shape(low, i, top, leaves, seen):
 
 def _shaper(low):
     """_shape for the nodes of one Lowered program."""
-    nodes, inline, refs, ref_of = low.nodes, low.inline, low.refs, low.ref_of
+    return _Shaper(low).shape
 
-    def shape(i, top, leaves, seen):
+
+class _Shaper:
+    """_shaper's state: a class, as a recursive closure would be a reference cycle holding the
+    program until the cyclic collector runs (which the stages pause)."""
+
+    __slots__ = ("nodes", "inline", "refs", "ref_of")
+
+    def __init__(self, low):
+        self.nodes, self.inline, self.refs, self.ref_of = low.nodes, low.inline, low.refs, low.ref_of
+
+    def shape(self, i, top, leaves, seen):
+        nodes, inline = self.nodes, self.inline
         n = nodes[i]
         op = n[0]
         if op == "const":
             return n
         if op == "arg" or (not top and not inline[i]):
-            ref = refs[n] if op == "arg" else ref_of[i]
+            ref = self.refs[n] if op == "arg" else self.ref_of[i]
             k = seen.get(ref)
             if k is None:
                 k = seen[ref] = len(leaves)
                 leaves.append(ref)
             return k
-        return (op, *[shape(j, False, leaves, seen) for j in n[1:]])
-    return shape
+        out = [op]
+        for j in n[1:]:  # an operand printed by name or as a number taken here (most are)
+            m = nodes[j]
+            if m[0] == "const":
+                out.append(m)
+            elif m[0] == "arg" or not inline[j]:
+                ref = self.refs[m] if m[0] == "arg" else self.ref_of[j]
+                k = seen.get(ref)
+                if k is None:
+                    k = seen[ref] = len(leaves)
+                    leaves.append(ref)
+                out.append(k)
+            else:
+                out.append(self.shape(j, False, leaves, seen))
+        return tuple(out)
 
 
 class _Forest:
