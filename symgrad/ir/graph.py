@@ -270,7 +270,11 @@ class Graph:
         return self.const(v - k)
 
     def sum(self, terms):
-        """The sum of ``terms`` (None entries are 0) in a balanced tree; None if all are 0."""
+        """The sum of the sequence ``terms`` (None entries are 0) in a balanced tree; None if
+        all are 0."""
+        if len(terms) == 1:  # most adjoints: one term
+            t = terms[0]
+            return None if t is None or t in self._zeros else t
         terms = [t for t in terms if not self.is_zero(t)]
         if not terms:
             return None
@@ -292,17 +296,19 @@ class Graph:
 
     def cone(self, refs):
         """The nodes ``refs`` depend on (None entries are 0), ascending."""
-        seen, stack = set(), [r for r in refs if r is not None]
+        seen, stack, nodes = set(), [r for r in refs if r is not None], self.nodes
+        pop, push, extend, see = stack.pop, stack.append, stack.extend, seen.add
         while stack:
-            i = stack.pop()
+            i = pop()
             if i in seen:
                 continue
-            seen.add(i)
-            n = self.nodes[i]
-            if n[0] == "sum":
-                stack.append(n[1])
-            elif n[0] not in LEAVES:
-                stack.extend(n[1:])
+            see(i)
+            n = nodes[i]
+            op = n[0]
+            if op == "sum":
+                push(n[1])
+            elif op not in LEAVES:
+                extend(n[1:])
         return sorted(seen)
 
     def loop_vars(self, i):

@@ -34,10 +34,6 @@ class Expr:
     def __init__(self, low, node, free, define=False):
         self.low, self.node, self.free_symbols, self.define = low, node, free, define
 
-    @property
-    def is_Number(self):
-        return self.low.nodes[self.node][0] == "const"
-
 
 class _View:
     """What printing an expression reads of its Lowered program. Not the program itself: its
@@ -72,6 +68,16 @@ def _integer_power(nodes, b):
     return v if isinstance(v, int) else None
 
 
+def _labels(arg):
+    """The name of each entry of an argument, as the user indexes it: x, x[3], A[1, 2]."""
+    if arg.shape == ():
+        return [arg.name]
+    if len(arg.shape) == 1:
+        return [f"{arg.name}[{j}]" for j in range(arg.size)]
+    index = zip(*(i.tolist() for i in np.unravel_index(np.arange(arg.size), arg.shape)))
+    return [f"{arg.name}[{', '.join(map(str, t))}]" for t in index]
+
+
 class Lowered:
     """A Program laid out for printing: ``args`` (with ``symbols``: the Ref of every entry),
     ``body`` ((Ref, Expr) statements in order), ``outputs`` (with ``exprs``)."""
@@ -104,8 +110,7 @@ class Lowered:
         self.args = []
         for a, arg in enumerate(prog.args):
             syms = []
-            for j in range(arg.size):
-                label = arg.name if arg.shape == () else f"{arg.name}[{', '.join(map(str, np.unravel_index(j, arg.shape)))}]"
+            for j, label in enumerate(_labels(arg)):
                 syms.append(Ref(-1 - len(self.refs), label))
                 self.refs[("arg", a, j)] = syms[-1]
             self.args.append(_Arg(arg, tuple(syms)))

@@ -22,6 +22,13 @@ _C_WORDS = ("auto break case char const continue default do double else enum ext
             "register return short signed sizeof static struct switch typedef union unsigned void volatile while "
             "_Bool _Complex _Imaginary")
 _C_RESERVED = set(_C_WORDS.split()) | {"n", "i", "restrict", "inline", "int64_t", "NAN", "INFINITY"}
+_NOT_C = re.compile(r"[^0-9A-Za-z_]")
+_NOT_C_ASCII = {c: "_" for c in range(128) if _NOT_C.match(chr(c))}  # a str.translate table
+
+
+def _c_chars(text):
+    """``text`` with each character an identifier in C cannot hold as _."""
+    return text.translate(_NOT_C_ASCII) if text.isascii() else _NOT_C.sub("_", text)
 
 
 @dataclass(frozen=True)
@@ -62,7 +69,7 @@ class Schedule:
 def cname(name, taken, prefix=""):
     """A fresh C identifier for ``name`` (an argument or result), clear of C's words and of
     the kernel's own names."""
-    base = prefix + re.sub(r"[^0-9A-Za-z_]", "_", name)
+    base = prefix + _c_chars(name)
     if not base or base[0].isdigit():
         base = "_" + base
     if base.startswith("sg_"):
@@ -124,7 +131,7 @@ def schedule(program, name, options, fixed_group=0, roll=False) -> Schedule:
     names, inputs, seen = {}, {}, set()
     for a, arg in enumerate(prog.args):
         for k, s in enumerate(arg.symbols):
-            c = "sg_v_" + re.sub(r"[^0-9A-Za-z_]", "_", s.name)
+            c = "sg_v_" + _c_chars(s.name)
             names[s] = c if c not in seen else f"sg_in{len(inputs)}"
             seen.add(names[s])
             inputs[s] = (a, k)
@@ -138,10 +145,10 @@ def _fixed(out, group):
     """{entry: number} of the groups of ``group`` entries that are all numbers."""
     if not group or out.size == 1:
         return {}
-    fixed = {}
+    fixed, nodes = {}, out.exprs[0].low.nodes
     for a in range(0, out.size, group):
         part = out.exprs[a:a + group]
-        if all(e.is_Number for e in part):
+        if all(nodes[e.node][0] == "const" for e in part):
             fixed.update({a + j: e for j, e in enumerate(part)})
     return fixed
 

@@ -178,15 +178,22 @@ def _times(g, a, p):
 
 def active(g, order, wrt):
     """The nodes of ``order`` (ascending) that depend on the nodes ``wrt`` through numbers."""
-    act = set(wrt)
+    act, nodes = set(wrt), g.nodes
     for i in order:
-        n = g.nodes[i]
-        if n[0] == "sum":
+        n = nodes[i]
+        op = n[0]
+        if op == "sum":
             if n[1] in act:
                 act.add(i)
-        elif n[0] not in LEAVES and not OPS[n[0]].condition and any(s in act for s in n[1:]):
-            act.add(i)
+        elif op not in _PASSIVE:
+            for s in n[1:]:
+                if s in act:
+                    act.add(i)
+                    break
     return act
+
+
+_PASSIVE = frozenset(LEAVES) | {name for name, op in OPS.items() if op.condition}  # nodes no derivative passes
 
 
 def arg_nodes(g, argnums):
@@ -217,7 +224,7 @@ def reverse(g, y, wrt, scatter=None):
     act = active(g, order, seeds)
     adj = defaultdict(list)
     adj[y].append(g.const(1))
-    done = {}
+    done, memo = {}, g.__dict__.setdefault("_partials", {})  # (partials' memo)
     for t in reversed(order):
         terms = adj.pop(t, None)
         if not terms or t not in act:
@@ -242,7 +249,8 @@ def reverse(g, y, wrt, scatter=None):
                 m = g.nodes[s]
                 if m[0] == "read" and m[2] in scatter:
                     scatter[m[2]].append((a, p, n[2], m[3]))
-        for s, p in partials(g, t).items():
+        local = memo.get(t)
+        for s, p in (partials(g, t) if local is None else local).items():
             if s in act:
                 adj[s].append(times(g, a, p))
     return [done.get(w) if w is not None else None for w in wrt]
