@@ -18,7 +18,8 @@ from ..ir.ops import CALLS, OPS
 
 
 class Ref(int):
-    """A node the kernel names: an input entry or a statement's temporary."""
+    """An input entry the kernel names: a negative int with the entry's label (``x[3]``). A
+    statement's temporary is named by its node's index, a plain int."""
 
     def __new__(cls, i, name):
         r = super().__new__(cls, i)
@@ -80,7 +81,7 @@ def _labels(arg):
 
 class Lowered:
     """A Program laid out for printing: ``args`` (with ``symbols``: the Ref of every entry),
-    ``body`` ((Ref, Expr) statements in order), ``outputs`` (with ``exprs``)."""
+    ``body`` ((temporary, Expr) statements in order), ``outputs`` (with ``exprs``)."""
 
     def __init__(self, prog, options, links=False):
         self.prog, self.nodes = prog, prog.nodes
@@ -102,7 +103,9 @@ class Lowered:
                     if nodes[j][0] == "select":
                         pinned.add(j)
             elif links and n[0] in ("add", "sub"):  # a running sum's links: statements, to roll
-                pinned.update(j for j in n[1:] if nodes[j][0] in ("add", "sub"))
+                for j in n[1:]:
+                    if nodes[j][0] in ("add", "sub"):
+                        pinned.add(j)
         if links:  # its last link too, written to the result by a statement of its own
             pinned.update(r for o in prog.outputs for r in o.refs
                           if nodes[r][0] in ("add", "sub") and any(nodes[j][0] in ("add", "sub") for j in nodes[r][1:]))
@@ -145,7 +148,7 @@ class Lowered:
             if op == "neg" or (uses[i] == 1 and sz <= limit and i not in pinned):
                 inline[i], free[i], size[i] = True, fs, sz
                 continue
-            ref = ref_of[i] = Ref(i, f"t.{i}")
+            ref = ref_of[i] = i  # (a temporary: its node's index; inputs' Refs are negative)
             body.append((ref, Expr(view, i, fs, define=True)))
             free[i] = frozenset((ref,))
         self.calls, self.ops = calls, ops
