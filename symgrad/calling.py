@@ -3,6 +3,7 @@ and the store policy of large batches. No sympy."""
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 import math
@@ -223,7 +224,8 @@ def bind_data(lib, key, name, data):
 
 
 def real_array(x, name, dtype):
-    if isinstance(x, np.ma.MaskedArray):
+    ma = sys.modules.get("numpy.ma")  # (np.ma imports it: 15 ms of a first call; not imported, x is none)
+    if ma is not None and isinstance(x, ma.MaskedArray):
         raise TypeError(f"argument {name!r} is a masked array; pass plain values (e.g. x.filled(np.nan))")
     arr = np.asarray(float(x) if type(x) is int else x)  # a Python int as C converts it (10**50 too)
     if arr.dtype.kind == "c":

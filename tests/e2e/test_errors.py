@@ -183,6 +183,15 @@ def test_complex_input_is_rejected(Q, bad):
         Q(bad, np.zeros(3))
 
 
+@pytest.mark.parametrize("where", ["x", "v"])
+def test_masked_array_is_rejected(Q, where):
+    """A masked array's hidden entries would be computed as if valid: refused, by name."""
+    x, v = np.ma.masked_array(0.5, mask=False), np.ma.masked_array(np.zeros(3), mask=[0, 1, 0])
+    args = (x, np.zeros(3)) if where == "x" else (0.5, v)
+    with pytest.raises(TypeError, match=rf"argument '{where}' is a masked array; pass plain values"):
+        Q(*args)
+
+
 def test_complex_vector_input_is_rejected(Q):
     with pytest.raises(TypeError, match=r"argument 'v' is complex"):
         Q(1.0, np.zeros(3, complex))
