@@ -7,7 +7,8 @@ Every figure comes from this one run on this machine: steady state is the median
 --repeat rounds after three warm-up calls (each round runs every contender once, in rotating
 order, each call with the case's arrays flushed from the caches; contenders that take arrays
 read and write the same memory), first call is
-trace/differentiate + generate + compile + first evaluation with an empty cache.
+trace/differentiate + generate + compile + first evaluation with an empty cache (symgrad's,
+import included, and JAX's, import not, each the median of fresh processes).
 Ratios are to symgrad's time.
 Peers (pip install -e '.[bench]'): numba, symengine, jax; a missing one is skipped."""
 from __future__ import annotations
@@ -134,7 +135,7 @@ def flat_inputs(inputs):
 
 class Case:
     def __init__(self, name, quick):
-        self.name = name
+        self.name, self.quick = name, quick
         fname, shapes, what, n = bench_cases.CASES[name]
         self.fn, self.shapes, self.what = bench_cases.FUNCS[fname], shapes, what
         self.n = n // 20 if quick else n
@@ -225,8 +226,8 @@ def symgrad_first_call(name, n, tmp, runs=5):
     """Median over fresh processes, each timing import symgrad + compile + first call, with an
     empty kernel cache. One more process runs first, untimed: on this kind of machine the first
     such process after a pause takes 0.24-0.27 s, the next ones 0.15-0.17 s (the compiler's and
-    Python's files are cold), which the peers' first calls, timed in this process after their
-    imports, do not pay."""
+    Python's files are cold), which the peers' first calls, timed after their imports, do not
+    pay. JAX's is timed in fresh processes too (run_jax_fresh)."""
     ts = []
     for k in range(runs + 1):
         env = dict(os.environ, SYMGRAD_CACHE_DIR=os.path.join(tmp, f"cold-{name}-{k}"))
@@ -372,8 +373,25 @@ def run_jax(case, tmp):
     return first, lambda: jax.block_until_ready(k(*xs))
 
 
+def run_jax_fresh(case, tmp, runs=3):
+    """run_jax, its first call timed as symgrad's: the median of fresh processes (each after
+    ``import jax``, which is not counted), where both pay for the first touch of the memory they
+    allocate (a 10^7-point result: about 0.1 s of page faults here). Timed in this process,
+    after the other contenders freed theirs, JAX's first call reuses memory already touched."""
+    ts = []
+    for _ in range(runs):
+        r = subprocess.run([sys.executable, __file__, "--jax-first-call-worker", case.name]
+                           + (["--quick"] if case.quick else []), capture_output=True, text=True, check=True)
+        ts.append(json.loads(r.stdout.strip().splitlines()[-1])["seconds"])
+    return statistics.median(ts), run_jax(case, tmp)[1]
+
+
+def jax_first_call_worker(name, quick):
+    print(json.dumps({"seconds": run_jax(Case(name, quick), None)[0]}))
+
+
 CONTENDERS = {"symgrad": run_symgrad, "floor": run_floor, "floor_nt": run_floor_nt, "handc": run_handc,
-              "numba": run_numba, "symengine": run_symengine, "jax": run_jax, "lambdify": run_lambdify}
+              "numba": run_numba, "symengine": run_symengine, "jax": run_jax_fresh, "lambdify": run_lambdify}
 NEEDS = {"numba": "numba", "symengine": "symengine", "jax": "jax"}
 
 
@@ -489,9 +507,12 @@ def main():
     ap.add_argument("--no-small-calls", action="store_true", help="skip the small-call tables (small_calls.py)")
     ap.add_argument("--first-call-worker", help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--jax-first-call-worker", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.first_call_worker:
         return first_call_worker(a.first_call_worker, a.n)
+    if a.jax_first_call_worker:
+        return jax_first_call_worker(a.jax_first_call_worker, a.quick)
 
     available = []
     for c in a.contenders:
@@ -555,7 +576,12 @@ def main():
             print(line)
     firsts = [r[3] for r in rows if r[2] == "symgrad"]
     print(f"first call (median of cold processes) max over cases {max(firsts):.2f} s: "
-          f"{'MET' if max(firsts) <= 1.0 else 'NOT MET'} (<= 1.0 s)")
+          f"{'MET' if max(firsts) <= 0.5 else 'NOT MET'} (<= 0.5 s)")
+    first_of = {(r[0], r[2]): r[3] for r in rows}
+    for name in ("seed_grad", "lj6_grad"):
+        if (name, "symgrad") in first_of and (name, "jax") in first_of:
+            ratio = first_of[name, "symgrad"] / first_of[name, "jax"]
+            print(f"{name} first call {ratio:.2f}x JAX's jit: {'MET' if ratio <= 1.0 else 'NOT MET'} (<= 1.0x)")
     print(f"scalar call {sc['symgrad'] * 1e6:.2f} us: {'MET' if sc['symgrad'] <= 1.5e-6 else 'NOT MET'} (<= 1.5 us)")
     print(f"warm start +{warm - base:.3f} s: {'MET' if warm - base <= 0.15 else 'NOT MET'} (<= 0.15 s)")
     print(f"warm lj30 gradient +{warm_lj - base:.3f} s: {'MET' if warm_lj - base <= 0.5 else 'NOT MET'} (<= 0.5 s)")
