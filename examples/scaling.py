@@ -10,7 +10,8 @@
 For each case a fresh process compiles with an empty cache and reports the time of each
 stage (trace, differentiate, optimize, generate C, C compile), the operation counts and
 the peak memory (this process and the C compiler); the ljN and max|x| rows are the run of
-median total time of --repeat such processes (one cold compile varies by a third here). Steady-state comparisons with
+median total time of --repeat such processes, the cases taking turns (one cold compile
+varies by a third here). Steady-state comparisons with
 symengine's LLVM backend and JAX are measured side by side in this run."""
 from __future__ import annotations
 
@@ -185,16 +186,23 @@ def arrays(sizes, tmp, checks):
         checks.append((f"array lj30 gradient vs loop-style: {rel:.1e} relative", rel <= 1e-12, "<= 1e-12"))
 
 
-def cold(case, size, what, tmp, repeat=1):
-    """The worker's report of a cold compile (a fresh process and cache each): of ``repeat``
-    runs, the one of median total time."""
-    runs = []
+def cold(case, size, what, tmp, k=0):
+    """The worker's report of a cold compile, in a fresh process with a fresh cache (``k``: which)."""
+    env = dict(os.environ, SYMGRAD_CACHE_DIR=os.path.join(tmp, f"{case}{size}{what}-{k}"), SYMGRAD_QUIET="1")
+    r = subprocess.run([sys.executable, __file__, "--worker", case, str(size), what], env=env,
+                       capture_output=True, text=True, check=True)
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def colds(runs, tmp, repeat):
+    """For each (case, size, what) of ``runs``: of ``repeat`` cold compiles, the report of median
+    total time. The cases take turns, round after round, so that a machine whose speed drifts
+    (2-3x here, over minutes) weighs alike on every case, and on the growth between them."""
+    reports = {r: [] for r in runs}
     for k in range(repeat):
-        env = dict(os.environ, SYMGRAD_CACHE_DIR=os.path.join(tmp, f"{case}{size}{what}-{k}"), SYMGRAD_QUIET="1")
-        r = subprocess.run([sys.executable, __file__, "--worker", case, str(size), what], env=env,
-                           capture_output=True, text=True, check=True)
-        runs.append(json.loads(r.stdout.strip().splitlines()[-1]))
-    return sorted(runs, key=lambda r: sum(r["stages"].values()))[len(runs) // 2]
+        for r in runs:
+            reports[r].append(cold(*r, tmp, k))
+    return {r: sorted(v, key=lambda x: sum(x["stages"].values()))[len(v) // 2] for r, v in reports.items()}
 
 
 def steady(fn, repeat=7):
@@ -299,8 +307,7 @@ def main():
     totals = {}
     runs = [("lj", n, "grad") for n in a.sizes] + [("lj", n, "hessian") for n in a.hessian_sizes] + \
         [("maxabs", n, "grad") for n in a.max_sizes]
-    for case, size, what in runs:
-        r = cold(case, size, what, tmp, a.repeat)
+    for (case, size, what), r in colds(runs, tmp, a.repeat).items():
         total = sum(r["stages"].values())
         totals[(size, what) if case == "lj" else (case, size)] = total
         print(f"{f'{case}{size} {what}':<12}" + "".join(f"{r['stages'][s]:>14.2f}" for s in stages)
