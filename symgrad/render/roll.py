@@ -7,6 +7,8 @@ import heapq
 import itertools
 from dataclasses import dataclass
 
+from ..cycles import cycles
+
 
 @dataclass(frozen=True)
 class Roll:
@@ -382,43 +384,9 @@ def _order(n, groups, src_of):
 
 def _cyclic(left, needs):
     """The loops with a member on a cycle of ``needs`` among the items ``left``: a set of
-    loops for each strongly connected component that has a cycle (Tarjan's, without recursion)."""
-    index, low, on, stack, out, counter = {}, {}, set(), [], [], [0]
-    for root in left:
-        if root in index:
-            continue
-        work = [(root, iter([d for d in needs[root] if d in left]))]
-        index[root] = low[root] = counter[0]
-        counter[0] += 1
-        stack.append(root)
-        on.add(root)
-        while work:
-            v, it = work[-1]
-            for w in it:
-                if w not in index:
-                    index[w] = low[w] = counter[0]
-                    counter[0] += 1
-                    stack.append(w)
-                    on.add(w)
-                    work.append((w, iter([d for d in needs[w] if d in left])))
-                    break
-                if w in on:
-                    low[v] = min(low[v], index[w])
-            else:
-                work.pop()
-                if work:
-                    low[work[-1][0]] = min(low[work[-1][0]], low[v])
-                if low[v] == index[v]:
-                    comp = []
-                    while True:
-                        w = stack.pop()
-                        on.discard(w)
-                        comp.append(w)
-                        if w == v:
-                            break
-                    loops = {w[1] for w in comp if w[0] == "m"}
-                    if len(comp) > 1 and loops:
-                        out.append(loops)
+    loops for each strongly connected component that has a cycle."""
+    out = [{w[1] for w in comp if w[0] == "m"} for comp in cycles(left, lambda v: [d for d in needs[v] if d in left])]
+    out = [loops for loops in out if loops]
     assert out, "a stalled schedule has a cycle"
     return out
 

@@ -10,6 +10,8 @@ import sys
 
 import pytest
 
+from symgrad.cycles import cycles
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PKG = ROOT / "symgrad"
 MAX_LINES = 500
@@ -44,43 +46,8 @@ def _imports(name, path, mods):
 
 
 def _circles(graph):
-    """The strongly connected components of more than one module (Tarjan, iterative)."""
-    index, low, on, stack, out, counter = {}, {}, set(), [], [], [0]
-    for root in graph:
-        if root in index:
-            continue
-        work = [(root, iter(sorted(graph[root])))]
-        index[root] = low[root] = counter[0]
-        counter[0] += 1
-        stack.append(root)
-        on.add(root)
-        while work:
-            v, it = work[-1]
-            w = next(it, None)
-            if w is not None:
-                if w not in index:
-                    index[w] = low[w] = counter[0]
-                    counter[0] += 1
-                    stack.append(w)
-                    on.add(w)
-                    work.append((w, iter(sorted(graph[w]))))
-                elif w in on:
-                    low[v] = min(low[v], index[w])
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[v])
-            if low[v] == index[v]:
-                comp = []
-                while True:
-                    w = stack.pop()
-                    on.discard(w)
-                    comp.append(w)
-                    if w == v:
-                        break
-                if len(comp) > 1:
-                    out.append(sorted(comp))
-    return out
+    """The strongly connected components of more than one module, each sorted."""
+    return [sorted(c) for c in cycles(graph, lambda m: sorted(graph[m]))]
 
 
 def test_no_import_circle():
