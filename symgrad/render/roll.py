@@ -155,13 +155,16 @@ def runs(stmts, inputs_of, options):
     groups, rest = _members(n, keys, results, leaf_of, src_of, readers, stmts, common, options.roll_min)
     groups += alone(rest)
     for attempt in itertools.count():
-        order, cycles = _order(n, groups, src_of)
+        order, caught = _order(n, groups, src_of)
         if order is not None:
             break
-        # loops that would need themselves through others: the first of each cycle broken (one
-        # may free the others), after _BREAK_PASSES passes every loop on a cycle (a pass costs
-        # a whole scheduling; a large Hessian caught hundreds, one a pass took a minute)
-        cut = set().union(*cycles) if attempt >= _BREAK_PASSES else {min(c) for c in cycles}
+        # loops that would need themselves through others: of each cycle of a few loops the
+        # first is broken (which may free the others), of a larger one every loop, as of every
+        # cycle after _BREAK_PASSES passes (a pass costs a whole scheduling; a large Hessian
+        # caught hundreds of loops in cycles: one a pass took a minute, to break no more)
+        cut = set()
+        for c in caught:
+            cut |= c if attempt >= _BREAK_PASSES or len(c) > _BREAK_ONE_MAX else {min(c)}
         broken = [groups[g] for g in sorted(cut)]
         groups = [m for g, m in enumerate(groups) if g not in cut]
         for members in broken:
@@ -306,6 +309,7 @@ def _ranked(members, src_of):
 
 _ATTEMPTS = 4  # rounds of _members (each takes out the statements that read other members)
 _BREAK_PASSES = 8  # passes of runs that break one loop of each cycle; then all of them
+_BREAK_ONE_MAX = 16  # loops a cycle may hold for runs to break one of them only (lj's Hessian: 3)
 
 
 def _order(n, groups, src_of):
