@@ -196,6 +196,8 @@ class Plan:
         for k, (o, s) in enumerate(zip(flat, shapes)):
             if not isinstance(o, np.ndarray):
                 raise TypeError(f"out= must hold numpy arrays, got {type(o).__name__}")
+            if masked(o):  # its mask would hide results written under it
+                raise TypeError("out= must hold plain numpy arrays, got a masked array")
             if o.shape != s:
                 raise ValueError(f"out= array has shape {o.shape}, expected {s}")
             if o.dtype != self.dtype:
@@ -223,9 +225,15 @@ def bind_data(lib, key, name, data):
         _DATA[key] = data
 
 
+def masked(x):
+    """Whether ``x`` is a numpy masked array, whose hidden entries a kernel would compute as if
+    valid (numpy.ma not imported, none is: np.ma would import it, 15 ms of a first call)."""
+    ma = sys.modules.get("numpy.ma")
+    return ma is not None and isinstance(x, ma.MaskedArray)
+
+
 def real_array(x, name, dtype):
-    ma = sys.modules.get("numpy.ma")  # (np.ma imports it: 15 ms of a first call; not imported, x is none)
-    if ma is not None and isinstance(x, ma.MaskedArray):
+    if masked(x):
         raise TypeError(f"argument {name!r} is a masked array; pass plain values (e.g. x.filled(np.nan))")
     arr = np.asarray(float(x) if type(x) is int else x)  # a Python int as C converts it (10**50 too)
     if arr.dtype.kind == "c":
@@ -317,7 +325,7 @@ class BatchLast:
         moved = list(args)
         for k, ((_, core), x) in enumerate(zip(f.args, args)):
             c = len(core)
-            if c:
+            if c and not masked(x):  # (a masked array: refused by name by the call below)
                 x = np.asarray(x)
                 if x.ndim > c:
                     moved[k] = np.moveaxis(x, range(c), range(x.ndim - c, x.ndim))

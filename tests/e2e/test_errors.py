@@ -192,6 +192,16 @@ def test_masked_array_is_rejected(Q, where):
         Q(*args)
 
 
+def test_masked_array_is_rejected_batch_last_and_as_out(Q):
+    """batch_last moved a masked array's data out of its mask, and out= wrote results under a
+    mask that hid them: both refused."""
+    v = np.ma.masked_array(np.zeros((3, 2)), mask=False)
+    with pytest.raises(TypeError, match=r"argument 'v' is a masked array"):
+        Q.batch_last(np.ones(2), v)
+    with pytest.raises(TypeError, match=r"out= must hold plain numpy arrays, got a masked array"):
+        Q(0.5, np.zeros(3), out=np.ma.masked_array(np.zeros(()), mask=False))
+
+
 def test_complex_vector_input_is_rejected(Q):
     with pytest.raises(TypeError, match=r"argument 'v' is complex"):
         Q(1.0, np.zeros(3, complex))
