@@ -9,7 +9,7 @@ import os
 import threading
 import time
 import weakref
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
 from . import forksafe
 
@@ -46,7 +46,7 @@ def stage(function, what, detail=lambda: "", expect=None):
             progress.warning("symgrad: %s: %s of about %d operations, expected about %.0f s", function, what,
                              ops, max(seconds, 1.0))
     t = time.perf_counter()
-    with paused_gc() if what in PAUSES_GC else _nothing():
+    with paused_gc() if what in PAUSES_GC else nullcontext():
         yield
     dt = time.perf_counter() - t
     if PROGRESS_SECONDS is not None and dt >= PROGRESS_SECONDS:
@@ -56,11 +56,6 @@ def stage(function, what, detail=lambda: "", expect=None):
 # The stages that run only symgrad's code, allocating much and briefly: not the trace (the
 # user's function runs there) nor the C compile (it waits for gcc).
 PAUSES_GC = frozenset({"differentiate", "optimize", "generate C", "sparsity pattern"})
-
-
-@contextmanager
-def _nothing():
-    yield
 
 
 _gc_lock, _gc_depth, _gc_was = threading.Lock(), [0], [False]

@@ -46,7 +46,7 @@ class Graph:
         self.args = list(prog.args)
         self._numbers = {}  # const node -> its number, read once (the rules ask it again and again)
         self.selects = any(n[0] == "select" for n in self.nodes)  # whether any node is one (so far)
-        self._consts, self._zeros, self._ones = set(), set(), set()  # const nodes; those = 0, = 1
+        self.consts, self.zeros, self.ones = set(), set(), set()  # const nodes; those = 0, = 1 (read-only outside)
         self._folded, self._ints = {}, {}  # node of constants -> its folded node (or None); int -> node
         self._recips = {}  # rational const node -> its reciprocal as a float node (or None): _divisor
         self._scales = {}  # (const, const) -> whether mul folds c * (k * y) to (c*k) * y
@@ -55,12 +55,12 @@ class Graph:
                 self._known(i)
 
     def _known(self, i):
-        self._consts.add(i)
+        self.consts.add(i)
         v = self.value(i)
         if v == 0:
-            self._zeros.add(i)
+            self.zeros.add(i)
         elif v == 1:
-            self._ones.add(i)
+            self.ones.add(i)
 
     # -- nodes ---------------------------------------------------------------------------
     def node(self, *n):
@@ -69,7 +69,7 @@ class Graph:
             operands = n[1:]
             if None in operands:
                 raise TypeError(f"an operand of {n[0]} is a structural 0 (None): a bug in symgrad's rules")
-            op, consts = n[0], self._consts
+            op, consts = n[0], self.consts
             if op not in LEAVES and op != "sum":
                 for j in operands:
                     if j not in consts:
@@ -97,7 +97,7 @@ class Graph:
         return self.node(*const_key(c))
 
     def is_const(self, i):
-        return i in self._consts
+        return i in self.consts
 
     def value(self, i):
         v = self._numbers.get(i)
@@ -106,10 +106,10 @@ class Graph:
         return v
 
     def is_zero(self, i):
-        return i is None or i in self._zeros
+        return i is None or i in self.zeros
 
     def is_one(self, i):
-        return i in self._ones
+        return i in self.ones
 
     def _fold(self, n):
         """A node of constants as a constant: exact arithmetic in rationals where every
@@ -164,7 +164,7 @@ class Graph:
         return self.node("neg", a)
 
     def mul(self, a, b):
-        zeros, consts, ones = self._zeros, self._consts, self._ones
+        zeros, consts, ones = self.zeros, self.consts, self.ones
         if a is None or b is None or a in zeros or b in zeros:
             return None
         if b in consts and a not in consts:
@@ -274,7 +274,7 @@ class Graph:
         all are 0."""
         if len(terms) == 1:  # most adjoints: one term
             t = terms[0]
-            return None if t is None or t in self._zeros else t
+            return None if t is None or t in self.zeros else t
         terms = [t for t in terms if not self.is_zero(t)]
         if not terms:
             return None

@@ -144,7 +144,7 @@ def times(g, a, p):
     select(C, v, 0) * p is select(C, v * p, 0), C the conjunction of the conditions of nested
     such selects (_guarded), so each product costs O(1) nodes and no NaN of a branch not taken,
     however deep, reaches the result."""
-    zeros, ones = g._zeros, g._ones
+    zeros, ones = g.zeros, g.ones
     if a is None or p is None or a in zeros or p in zeros:
         return None
     if a in ones:

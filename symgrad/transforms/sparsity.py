@@ -87,7 +87,7 @@ def _second_support(shape):
 def _operand_shape(g, t):
     """Node ``t``'s op and operands, a constant as its node and any other as None: the key of
     its template."""
-    nodes, consts = g.nodes, g._consts
+    nodes, consts = g.nodes, g.consts
     n = nodes[t]
     if len(n) == 3:  # most nodes: binary
         a, b = n[1], n[2]
