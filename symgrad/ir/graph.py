@@ -216,12 +216,10 @@ class Graph:
         return self.node("mul", *((a, b) if a_const else sorted((a, b))))
 
     def _divisor(self, x):
-        """r where node ``x`` is 1/r: a division of 1, or a constant whose reciprocal is a
-        float but which is not one itself (1/3, folded exactly from 1/3.0)."""
+        """The float node r where constant ``x`` is 1/r, a rational which is not a float
+        itself (1/3, folded exactly from 1/3.0); else None. (A division of 1: mul's own test.)"""
         n = self.nodes[x]
-        if n[0] == "div" and self.is_one(n[1]):
-            return n[2]
-        if n[0] == "const" and n[1] == "q":
+        if n[1] == "q":
             r = self._recips.get(x, self._recips)
             if r is self._recips:  # once per constant (rationals: slow)
                 q = 1 / Fraction(n[2], n[3])

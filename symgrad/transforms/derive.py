@@ -224,7 +224,7 @@ def reverse(g, y, wrt, scatter=None):
     act = active(g, order, seeds)
     adj = defaultdict(list)
     adj[y].append(g.const(1))
-    done, memo = {}, g.__dict__.setdefault("_partials", {})  # (partials' memo)
+    done = {}
     for t in reversed(order):
         terms = adj.pop(t, None)
         if not terms or t not in act:
@@ -249,8 +249,7 @@ def reverse(g, y, wrt, scatter=None):
                 m = g.nodes[s]
                 if m[0] == "read" and m[2] in scatter:
                     scatter[m[2]].append((a, p, n[2], m[3]))
-        local = memo.get(t)
-        for s, p in (partials(g, t) if local is None else local).items():
+        for s, p in partials(g, t).items():
             if s in act:
                 adj[s].append(times(g, a, p))
     return [done.get(w) if w is not None else None for w in wrt]
