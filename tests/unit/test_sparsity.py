@@ -83,6 +83,20 @@ def test_hessian_pattern_is_the_non_zeros_and_values_are_the_dense_bits(seed):
     assert np.array_equal(values, dense.reshape(4, 7, 7)[:, p.rows, p.cols])
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_patterns_past_the_small_sets_are_the_non_zeros(seed):
+    """Sets of columns past sparsity._SMALL become bitsets, mixed with small sets in one
+    program (a node of a few columns beside one of them all): the same non-zeros."""
+    n = 3 * sparsity._SMALL
+    prog = _program(1000 + seed, n=n, outputs=3)
+    points = np.random.default_rng(300 + seed).uniform(0.6, 1.3, (3, n))
+    p, got, nonzero = _dense(sparsity.jacobian_pattern, derive.jacobian(prog, (0,), stack=True), prog, points)
+    assert got == nonzero and max(np.bincount(p.rows)) > sparsity._SMALL
+    one = prog.__class__(prog.args, prog.nodes, (Output("y", (), (prog.outputs[0].refs[0],)),))
+    p, got, nonzero = _dense(sparsity.hessian_pattern, hessian.hessian(one, (0,)), one, points)
+    assert got == {(r, c) for r, c in nonzero if r >= c}
+
+
 def test_full_pattern_of_a_lower_triangle_is_symmetric_in_csr_order():
     prog = trace(lambda x: x[0] * x[2] + math.sin(x[1] * x[2]) + x[3] ** 3, [(4,)])
     p = sparsity.hessian_pattern(prog, (0,))
