@@ -86,7 +86,9 @@ static inline const void *symgrad_opaque(const void *p) {
 #ifndef SYMGRAD_SEGMENT_UNIT
 /* symgrad_stream_T(dst, src, m, nt): copy m numbers; with nt, the whole 64-byte lines of
  * dst with non-temporal stores written back to back (so that each line leaves complete),
- * the partial lines at either end with plain stores. */
+ * the partial lines at either end with plain stores. The plain parts are memcpy calls: as
+ * loops, GCC -O3 vectorised each with its peeled versions, a fifth of a small kernel's
+ * compile (seed's gradient: cc1 0.29-0.30 s against 0.23-0.25 s). */
 #if defined(SYMGRAD_GCC_VECTORS) && defined(__AVX512F__)
 #define SYMGRAD_NT_double(d, s) __builtin_ia32_movntpd512(d, SYMGRAD_LOADV(symgrad_v8d, s))
 #define SYMGRAD_NT_float(d, s) __builtin_ia32_movntps512(d, SYMGRAD_LOADV(symgrad_v16f, s))
@@ -118,19 +120,21 @@ static inline const void *symgrad_opaque(const void *p) {
                                           int nt) {                                       \
         const int64_t line = 64 / sizeof(T), step = SYMGRAD_NT_BYTES / sizeof(T);        \
         int64_t k = 0;                                                                   \
-        if (nt) {                                                                        \
-            for (; k < m && ((uintptr_t)(dst + k) & 63); ++k) dst[k] = src[k];          \
+        if (nt && (uintptr_t)dst % sizeof(T) == 0) {                                     \
+            k = (int64_t)((64 - ((uintptr_t)dst & 63)) & 63) / (int64_t)sizeof(T);       \
+            if (k > m) k = m;                                                            \
+            memcpy(dst, src, (size_t)k * sizeof(T));                                     \
             for (; k + line <= m; k += line)                                             \
                 for (int64_t v = 0; v < line; v += step) SYMGRAD_NT_##T(dst + k + v, src + k + v); \
         }                                                                                \
-        for (; k < m; ++k) dst[k] = src[k];                                              \
+        memcpy(dst + k, src + k, (size_t)(m - k) * sizeof(T));                           \
     }
 #else
 #define SYMGRAD_STREAM(T)                                                                 \
     static inline void symgrad_stream_##T(T *restrict dst, const T *restrict src, int64_t m, \
                                           int nt) {                                       \
         (void)nt;                                                                        \
-        for (int64_t k = 0; k < m; ++k) dst[k] = src[k];                                 \
+        memcpy(dst, src, (size_t)m * sizeof(T));                                         \
     }
 #endif
 SYMGRAD_STREAM(double)
