@@ -33,6 +33,17 @@ def template(shape):
     return h, h.node(shape[0], *ops), ops
 
 
+def operand_shape(g, t):
+    """Node ``t``'s op and operands, a constant as its node and any other as None: the key of
+    its template."""
+    nodes, consts = g.nodes, g.consts
+    n = nodes[t]
+    if len(n) == 3:  # most nodes: binary
+        a, b = n[1], n[2]
+        return n[0], nodes[a] if a in consts else None, nodes[b] if b in consts else None
+    return (n[0],) + tuple(nodes[o] if o in consts else None for o in n[1:])
+
+
 def _second(g, t):
     """{(i, j): node} of the second partials of node ``t`` by its operands i <= j (positions of
     operands that are not constants), built on a template of the op whose operands are fresh
@@ -40,7 +51,7 @@ def _second(g, t):
     x*x, is never mistaken for that operand), then instantiated with ``t``'s own operands."""
     n = g.nodes[t]
     memo = g.__dict__.setdefault("_seconds", {})
-    shape = (n[0],) + tuple(g.nodes[o] if g.nodes[o][0] == "const" else None for o in n[1:])
+    shape = operand_shape(g, t)
     tpl = memo.get(shape)
     if tpl is None:
         h, root, ops = template(shape)
@@ -118,9 +129,10 @@ def edge_push(g, y, wrt):
         if a is None and t not in near:
             continue
         d = {s: p for s, p in partials(g, t).items() if s in act}
-        ops = sorted(d, key=key)
+        ops = sorted(d, key=key) if len(d) > 1 else list(d)
         self_w = W.pop((t, t), ())
-        others = [(p, W.pop((t, p))) for p in sorted(near.pop(t, ()), key=key) if p != t]
+        ahead = near.pop(t, ())
+        others = [(p, W.pop((t, p))) for p in sorted(ahead, key=key) if p != t] if ahead else ()
         for p, _ in others:
             near[p].discard(t)
         for p, terms in others:

@@ -25,7 +25,7 @@ from ..errors import CompileError
 from ..ir.graph import LEAVES, Graph
 from ..program import Program
 from .derive import arg_nodes, check_scalar, partials, reverse
-from .hessian import _second, edge_push, template
+from .hessian import _second, edge_push, operand_shape, template
 
 
 @dataclass(frozen=True, eq=False)
@@ -110,7 +110,7 @@ def _upto(s, c):
 
 @lru_cache(maxsize=1 << 14)  # (a program with many distinct constants: bounded)
 def _support(shape):
-    """The operands of a node of ``shape`` (_operand_shape) whose partial its op's rule does not
+    """The operands of a node of ``shape`` (hessian.operand_shape) whose partial its op's rule does not
     make 0 (floor's none, a select's branches, copysign's first), found once per op and
     pattern of constant operands on a template (hessian.template): building each node's
     partials was most of a pattern's time."""
@@ -126,21 +126,10 @@ def _second_support(shape):
     return tuple(_second(h, root)) if h.nodes[root][0] == shape[0] else ()
 
 
-def _operand_shape(g, t):
-    """Node ``t``'s op and operands, a constant as its node and any other as None: the key of
-    its template."""
-    nodes, consts = g.nodes, g.consts
-    n = nodes[t]
-    if len(n) == 3:  # most nodes: binary
-        a, b = n[1], n[2]
-        return n[0], nodes[a] if a in consts else None, nodes[b] if b in consts else None
-    return (n[0],) + tuple(nodes[o] if o in consts else None for o in n[1:])
-
-
 def _columns(g, argnums):
     """(the node of every column (None: never read), the columns every node of the program
     depends on through non-zero partials (a set of columns: _union), the key of every node's
-    template (_operand_shape; None for leaves))."""
+    template (hessian.operand_shape; None for leaves))."""
     wrt = arg_nodes(g, argnums)
     nodes = g.prog.nodes
     deps = [_EMPTY] * len(nodes)
@@ -154,7 +143,7 @@ def _columns(g, argnums):
                                "take the function traced element by element)")
         if n[0] in LEAVES:
             continue
-        shape = shapes[t] = _operand_shape(g, t)
+        shape = shapes[t] = operand_shape(g, t)
         support = _support(shape)
         if len(support) == 1:
             deps[t] = deps[n[1 + support[0]]]
