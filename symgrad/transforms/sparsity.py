@@ -66,11 +66,13 @@ def _bits(x):
     return out
 
 
-# A set of columns (a node's dependencies, a Hessian row) is a frozenset while it has at most
-# _SMALL columns, an int bitset past that: a bitset is as wide as its highest column, so
-# bitsets everywhere made a pattern quadratic in the columns (collocation at 4000 nodes: each of
-# 80,000 nodes carried a 12,000-bit int, 5.5x the time at 1000), and sets everywhere made a
-# dense one (a 30-atom energy) slow.
+# A set of columns (a node's dependencies, a Hessian row) is an int bitset, as wide as its
+# highest column. Past _SETS_PAST columns that made a pattern quadratic in them (collocation at
+# 4000 nodes: each of 80,000 nodes carried a 12,000-bit int, 5.5x the time at 1000): there a set
+# is a frozenset while it has at most _SMALL columns, an int past that (a row masked to a lower
+# triangle may be an int of fewer). Below, bitsets stay: sets made a 30-atom energy's patterns
+# 1.2-1.9x slower, a Hessian of many nodes of 32 columns 5.5x (a hostile review, measured).
+_SETS_PAST = 2048
 _SMALL = 32
 _EMPTY = frozenset()
 
@@ -78,10 +80,10 @@ _EMPTY = frozenset()
 def _bitset(s):
     if type(s) is int:
         return s
-    x = 0
-    for c in s:
-        x |= 1 << c
-    return x
+    lo, x = min(s), 0
+    for c in s:  # (shifts of small ints, one of the wide one: 1 << c is as wide as c)
+        x |= 1 << (c - lo)
+    return x << lo
 
 
 def _union(a, b):
@@ -132,11 +134,12 @@ def _columns(g, argnums):
     template (hessian.operand_shape; None for leaves))."""
     wrt = arg_nodes(g, argnums)
     nodes = g.prog.nodes
-    deps = [_EMPTY] * len(nodes)
+    sets = len(wrt) > _SETS_PAST
+    deps = [_EMPTY if sets else 0] * len(nodes)
     shapes = [None] * len(nodes)
     for c, w in enumerate(wrt):
         if w is not None:
-            deps[w] = _union(deps[w], frozenset((c,)))
+            deps[w] = _union(deps[w], frozenset((c,))) if sets else deps[w] | 1 << c
     for t, n in enumerate(nodes):
         if n[0] in ("read", "sum"):
             raise CompileError("a sparsity pattern of a program with loops (a bug in symgrad: the sparse kinds "
@@ -147,10 +150,15 @@ def _columns(g, argnums):
         support = _support(shape)
         if len(support) == 1:
             deps[t] = deps[n[1 + support[0]]]
-        else:
+        elif sets:
             d = _EMPTY
             for k in support:
                 d = _union(d, deps[n[1 + k]])
+            deps[t] = d
+        else:
+            d = 0
+            for k in support:
+                d |= deps[n[1 + k]]
             deps[t] = d
     return wrt, deps, shapes
 
@@ -183,6 +191,7 @@ def hessian_pattern(prog: Program, argnums) -> Pattern:
     _, deps, shapes = _columns(g, argnums)
     y = prog.outputs[0].refs[0]
     n = _ncols(prog, argnums)
+    sets = n > _SETS_PAST  # (as _columns)
     live, rows, nodes = {y}, {}, prog.nodes
     for t in range(y, -1, -1):
         if t not in live:
@@ -198,9 +207,18 @@ def hessian_pattern(prog: Program, argnums) -> Pattern:
             a, b = deps[node[1 + i]], deps[node[1 + j]]
             if not a or not b:
                 continue
+            if not sets:  # bitsets only: _union and _upto inlined
+                for c in _bits(a):
+                    rows[c] = rows.get(c, 0) | (b if b.bit_length() <= c + 1 else b & ((2 << c) - 1))
+                if a != b:  # (a == b: the same pairs again)
+                    for c in _bits(b):
+                        rows[c] = rows.get(c, 0) | (a if a.bit_length() <= c + 1 else a & ((2 << c) - 1))
+                continue
+            if type(a) is not int is not type(b) and len(a) * len(b) > _SMALL:  # (pairs of sets: quadratic)
+                a, b = _bitset(a), _bitset(b)
             for c in _columns_of(a):
                 rows[c] = _union(rows.get(c, _EMPTY), _upto(b, c))
-            if a != b:  # (a == b: the same pairs again)
+            if a != b:
                 for c in _columns_of(b):
                     rows[c] = _union(rows.get(c, _EMPTY), _upto(a, c))
     return _pattern({i: r for i, r in rows.items() if r}, (n, n), lower=True)

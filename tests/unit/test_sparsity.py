@@ -83,18 +83,48 @@ def test_hessian_pattern_is_the_non_zeros_and_values_are_the_dense_bits(seed):
     assert np.array_equal(values, dense.reshape(4, 7, 7)[:, p.rows, p.cols])
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_patterns_past_the_small_sets_are_the_non_zeros(seed):
-    """Sets of columns past sparsity._SMALL become bitsets, mixed with small sets in one
-    program (a node of a few columns beside one of them all): the same non-zeros."""
-    n = 3 * sparsity._SMALL
+@pytest.mark.parametrize("n", [sparsity._SMALL, sparsity._SMALL + 1, 3 * sparsity._SMALL])
+@pytest.mark.parametrize("seed", range(4))
+def test_patterns_of_sets_and_bitsets_are_the_non_zeros(seed, n, monkeypatch):
+    """Past sparsity._SETS_PAST columns (made 0 here) a set of columns is a frozenset up to
+    _SMALL columns and a bitset past that, both in one program (a node of a few columns beside
+    one of them all): the same non-zeros as the dense derivative, and as bitsets alone."""
     prog = _program(1000 + seed, n=n, outputs=3)
-    points = np.random.default_rng(300 + seed).uniform(0.6, 1.3, (3, n))
-    p, got, nonzero = _dense(sparsity.jacobian_pattern, derive.jacobian(prog, (0,), stack=True), prog, points)
-    assert got == nonzero and max(np.bincount(p.rows)) > sparsity._SMALL
     one = prog.__class__(prog.args, prog.nodes, (Output("y", (), (prog.outputs[0].refs[0],)),))
-    p, got, nonzero = _dense(sparsity.hessian_pattern, hessian.hessian(one, (0,)), one, points)
+    points = np.random.default_rng(300 + seed).uniform(0.6, 1.3, (3, n))
+    dense_j, dense_h = derive.jacobian(prog, (0,), stack=True), hessian.hessian(one, (0,))
+    bitsets = sparsity.jacobian_pattern(prog, (0,)), sparsity.hessian_pattern(one, (0,))
+    monkeypatch.setattr(sparsity, "_SETS_PAST", 0)
+    p, got, nonzero = _dense(sparsity.jacobian_pattern, dense_j, prog, points)
+    assert got == nonzero
+    assert np.array_equal(p.rows, bitsets[0].rows) and np.array_equal(p.cols, bitsets[0].cols)
+    p, got, nonzero = _dense(sparsity.hessian_pattern, dense_h, one, points)
     assert got == {(r, c) for r, c in nonzero if r >= c}
+    assert np.array_equal(p.rows, bitsets[1].rows) and np.array_equal(p.cols, bitsets[1].cols)
+
+
+@pytest.mark.parametrize("sets_past", [0, 2048])
+def test_wide_and_narrow_sets_in_one_program(sets_past, monkeypatch):
+    """Nodes of every column beside nodes of two (and their products), as sets and as bitsets."""
+    monkeypatch.setattr(sparsity, "_SETS_PAST", sets_past)
+    n = 3 * sparsity._SMALL
+
+    def f(x):
+        s, half = sum(x[k] for k in range(n)), sum(x[k] for k in range(n // 2))
+        return np.array([s * s * x[0], x[1] * x[2], math.sin(half) * x[n - 1]])
+    prog = trace(f, [(n,)])
+    j = sparsity.jacobian_pattern(prog, (0,))
+    rows = [set(j.cols[j.rows == r].tolist()) for r in range(3)]
+    assert rows == [set(range(n)), {1, 2}, set(range(n // 2)) | {n - 1}]
+    scalar = trace(lambda x: f(x).sum(), [(n,)])
+    h = sparsity.hessian_pattern(scalar, (0,))
+    want = {(r, c) for r in range(n) for c in range(r + 1)}  # (s*s*x0: every pair)
+    assert set(zip(h.rows.tolist(), h.cols.tolist())) == want
+    scalar = trace(lambda x: x[1] * x[2] + math.sin(sum(x[k] for k in range(n // 2))) * x[n - 1], [(n,)])
+    h = sparsity.hessian_pattern(scalar, (0,))
+    half = range(n // 2)
+    want = {(2, 1)} | {(r, c) for r in half for c in half if r >= c} | {(n - 1, c) for c in half}
+    assert set(zip(h.rows.tolist(), h.cols.tolist())) == want
 
 
 def test_full_pattern_of_a_lower_triangle_is_symmetric_in_csr_order():
