@@ -153,11 +153,18 @@ static inline void symgrad_fence(int nt) {
 }
 #endif
 
-/* The loop over the lanes of a block is a SIMD loop. */
+/* The loop over the lanes of a block is a SIMD loop: SYMGRAD_LANES(w) of the block's w lanes,
+ * as w-lane vectors, so that every kernel of a block width calls the same libmvec variant
+ * (GCC tuned for znver1 prefers 128-bit vectors, and took the 2-lane variants for a float64
+ * kernel and the 4-lane ones for its float32 twin computing in double: the last bit of tanh
+ * differed). SYMGRAD_SIMD: a loop of any length (render/loops.py). */
 #if defined(_OPENMP)
 #define SYMGRAD_SIMD _Pragma("omp simd")
+#define SYMGRAD_PRAGMA(x) _Pragma(#x)
+#define SYMGRAD_LANES(w) SYMGRAD_PRAGMA(omp simd simdlen(w))
 #else
 #define SYMGRAD_SIMD
+#define SYMGRAD_LANES(w)
 #endif
 
 /* Segments of a large kernel live in several translation units of one library.

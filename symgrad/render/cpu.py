@@ -66,6 +66,14 @@ def _lanes(sched, target, optional=0):
     return [a.size > 1 or wider or n <= k < n + optional for k, a in enumerate(sched.args + sched.results)]
 
 
+def _simd(sched, W):
+    """The pragma of a block's lane loop: of W-lane vectors where the kernel calls maths
+    functions, so that every kernel of W lanes calls the same libmvec variant (csrc/symgrad_rt.h:
+    SYMGRAD_LANES); else GCC's choice (the float32 rows of examples/benchmark.py: 1.1-1.2x
+    slower as 4 lanes on a CPU that prefers 2), which rounds the same in any width."""
+    return f"SYMGRAD_LANES({W})" if sched.calls else "SYMGRAD_SIMD"
+
+
 def _segments(sched, target, options, optional=0):
     """Each segment runs its own SIMD loop over the lanes of a block in its own function.
     Within a block, lane j of number k of an argument or result (or scratch slot) sits at
@@ -90,7 +98,7 @@ def _segments(sched, target, options, optional=0):
             "static SYMGRAD_NOINLINE"
         src.append([f"SYMGRAD_ALWAYS_INLINE void {name}_s{i}({', '.join(params)}) {{", *lines, "}", "",
                     f"{kind} void {name}_l{i}({', '.join(params)}) {{",
-                    "    SYMGRAD_SIMD",
+                    f"    {_simd(sched, W)}",
                     f"    for (int sg_j = 0; sg_j < {W}; ++sg_j) {name}_s{i}({call});", "}", ""])
     if not multi:
         return src[0], []
@@ -134,20 +142,24 @@ def _rolled(sched, i, target, options, params):
     col_of.update(same)
     width = len(keep)
     table = [c[k] for c in cols for k in keep]
-    lines = [f"            const {L} sg_a{j} = {sched.args[a].name if a is not None else 'sg_t'}[sg_ix[{j}]*{W} + sg_j];"
+    lines = [f"            const {L} sg_a{j} = {sched.args[a].name if a is not None else 'sg_t'}[sg_o{j} + sg_j];"
              for j, a in enumerate(roll.where)]
     for p, (t, e) in enumerate(body):
         if isinstance(t, tuple):
-            lines.append(f"            {sched.results[t[0]].name}[sg_ix[{col_of[p]}]*{W} + sg_j] = {printer.doprint(e)};")
+            lines.append(f"            {sched.results[t[0]].name}[sg_o{col_of[p]} + sg_j] = {printer.doprint(e)};")
             continue
         lines.append(f"            const {L} sg_c{p} = {printer.doprint(e)};")
         if t in sched.slots:
-            lines.append(f"            sg_t[sg_ix[{col_of[p]}]*{W} + sg_j] = sg_c{p};")
+            lines.append(f"            sg_t[sg_o{col_of[p]} + sg_j] = sg_c{p};")
     return [f"SYMGRAD_HIDDEN SYMGRAD_NOINLINE void {name}_l{i}({', '.join(params)}) {{",
             f"    static const int32_t sg_table[{len(table)}] = {{{', '.join(map(str, table))}}};",
             "    const int32_t *sg_ix = SYMGRAD_OPAQUE(sg_table);",
             f"    for (int sg_q = 0; sg_q < {len(roll.ext)}; ++sg_q, sg_ix += {width}) {{",
-            "        SYMGRAD_SIMD",
+            # each member's offsets read once, before its lane loop: read in it (the table might
+            # alias what the loop writes, for all GCC knows), they made the loads gathers, which
+            # GCC's tuning for some CPUs (znver1) refuses, leaving the loop and its maths calls scalar
+            *[f"        const int64_t sg_o{k} = (int64_t)sg_ix[{k}] * {W};" for k in range(width)],
+            f"        {_simd(sched, W)}",
             f"        for (int sg_j = 0; sg_j < {W}; ++sg_j) {{",
             *lines,
             "        }", "    }", "}", ""]

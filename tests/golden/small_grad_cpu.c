@@ -12,7 +12,7 @@ SYMGRAD_ALWAYS_INLINE void small_grad_s0(const double *restrict a_x, const doubl
 }
 
 static inline void small_grad_l0(const double *restrict a_x, const double *restrict a_v, double *restrict d_x, double *restrict d_v, double *restrict sg_t) {
-    SYMGRAD_SIMD
+    SYMGRAD_LANES(4)
     for (int sg_j = 0; sg_j < 4; ++sg_j) small_grad_s0(a_x + sg_j, a_v + sg_j, d_x + sg_j, d_v + sg_j, sg_t + sg_j);
 }
 
