@@ -12,6 +12,15 @@
 #define SYMGRAD_FN static
 #endif
 #endif
+#ifndef SYMGRAD_FN_INLINE /* straight-line helpers: inlined wherever called, so that a SIMD lane
+    loop calling them vectorises (GCC -O1 inlined one called twice in a file nowhere, and left
+    that loop, its libmvec calls with it, scalar: the last bit differed from a loop calling it once) */
+#if defined(__GNUC__) && !defined(__CUDACC__)
+#define SYMGRAD_FN_INLINE SYMGRAD_FN inline __attribute__((always_inline))
+#else
+#define SYMGRAD_FN_INLINE SYMGRAD_FN
+#endif
+#endif
 
 /* polygamma(m, x): the m-th derivative of digamma, the derivatives of lgamma/tgamma.
  * Shift x up with the recurrence, then sum the asymptotic series. */
@@ -104,13 +113,13 @@ SYMGRAD_FN float symgrad_floordivf(float x, float y) {
 
 /* 1/cosh(x)^2, the derivative of tanh, as 4e/(1+e)^2 with e = exp(-2|x|): a few ulp
  * everywhere, subnormal values included (cosh(x)^2 overflows from |x| = 355). */
-SYMGRAD_FN double symgrad_sech2(double x) {
+SYMGRAD_FN_INLINE double symgrad_sech2(double x) {
     double e = exp(-2.0 * fabs(x));
     return 4.0 * e / ((1.0 + e) * (1.0 + e));
 }
 
 /* The same in float. */
-SYMGRAD_FN float symgrad_sech2f(float x) {
+SYMGRAD_FN_INLINE float symgrad_sech2f(float x) {
     float e = expf(-2.0f * fabsf(x));
     return 4.0f * e / ((1.0f + e) * (1.0f + e));
 }

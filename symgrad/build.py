@@ -257,7 +257,7 @@ def _compile_with_fallbacks(source, key, tmp, extra_flags, parts, openmp=True, v
         return _compile(source, key, tmp, build_flags, parts)
     except _CompilerFailed as e:
         msg = e.stderr.lower()
-        if vector_math and "mvec" in msg:  # no libmvec: scalar <math.h>
+        if vector_math and ("mvec" in msg or "vect-epilogues" in msg):  # no libmvec: scalar <math.h>
             return _compile_with_fallbacks(source, key, tmp, extra_flags, parts, openmp, False)
         if openmp and "openmp" in msg:  # a compiler without OpenMP: go serial
             return _compile_with_fallbacks(source, key, tmp, extra_flags, parts, False, False)

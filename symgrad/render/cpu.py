@@ -66,12 +66,13 @@ def _lanes(sched, target, optional=0):
     return [a.size > 1 or wider or n <= k < n + optional for k, a in enumerate(sched.args + sched.results)]
 
 
-def _simd(sched, W):
-    """The pragma of a block's lane loop: of W-lane vectors where the kernel calls maths
-    functions, so that every kernel of W lanes calls the same libmvec variant (csrc/symgrad_rt.h:
-    SYMGRAD_LANES); else GCC's choice (the float32 rows of examples/benchmark.py: 1.1-1.2x
-    slower as 4 lanes on a CPU that prefers 2), which rounds the same in any width."""
-    return f"SYMGRAD_LANES({W})" if sched.calls else "SYMGRAD_SIMD"
+def _simd(target):
+    """The pragma of a block's lane loop: of the block's lanes as vectors where the kernel calls
+    vector maths (target.vector_calls), so that every kernel of that block calls the same libmvec
+    variant (csrc/symgrad_rt.h: SYMGRAD_LANES); else GCC's choice (the float32 rows of
+    examples/benchmark.py: 1.1-1.2x slower as 4 lanes on a CPU that prefers 2), which rounds
+    the same in any width."""
+    return f"SYMGRAD_LANES({target.block})" if target.vector_calls else "SYMGRAD_SIMD"
 
 
 def _segments(sched, target, options, optional=0):
@@ -98,7 +99,7 @@ def _segments(sched, target, options, optional=0):
             "static SYMGRAD_NOINLINE"
         src.append([f"SYMGRAD_ALWAYS_INLINE void {name}_s{i}({', '.join(params)}) {{", *lines, "}", "",
                     f"{kind} void {name}_l{i}({', '.join(params)}) {{",
-                    f"    {_simd(sched, W)}",
+                    f"    {_simd(target)}",
                     f"    for (int sg_j = 0; sg_j < {W}; ++sg_j) {name}_s{i}({call});", "}", ""])
     if not multi:
         return src[0], []
@@ -159,7 +160,7 @@ def _rolled(sched, i, target, options, params):
             # alias what the loop writes, for all GCC knows), they made the loads gathers, which
             # GCC's tuning for some CPUs (znver1) refuses, leaving the loop and its maths calls scalar
             *[f"        const int64_t sg_o{k} = (int64_t)sg_ix[{k}] * {W};" for k in range(width)],
-            f"        {_simd(sched, W)}",
+            f"        {_simd(target)}",
             f"        for (int sg_j = 0; sg_j < {W}; ++sg_j) {{",
             *lines,
             "        }", "    }", "}", ""]

@@ -15,6 +15,7 @@ import math
 
 from ..errors import CompileError
 from ..ir.graph import LEAVES, Graph, number
+from ..ir.ops import LIBRARY
 from .c import Printer, _integer_power
 from .schedule import cname
 from .target import Kernel
@@ -118,6 +119,8 @@ class _Emit:
         self.prog, self.name, self.target, self.options = prog, name, target, options
         self.M, self.W = target.math, target.block
         nodes = prog.nodes
+        # vector maths: loops of the block's lanes as vectors, one libmvec variant (cpu._simd)
+        self.simd = f"SYMGRAD_LANES({self.W})" if any(n[0] in LIBRARY for n in nodes) else "SYMGRAD_SIMD"
         g = Graph(prog)
         self.vars = [g.loop_vars(i) for i in range(len(nodes))]
         taken = set()
@@ -392,7 +395,7 @@ def _sum_loop(em, g, ind):
     lines += [f"{i4}for (int64_t sg_jb = {lo}; sg_jb < {hi}; sg_jb += {W}) {{",
               f"{i5}const int sg_w = {hi} - sg_jb < {W} ? (int)({hi} - sg_jb) : {W};"]
     if simd:
-        lines.append(f"{i5}SYMGRAD_SIMD")
+        lines.append(f"{i5}{em.simd}")
     i6 = i5 + "    "
     lines.append(f"{i5}for (int sg_l = 0; sg_l < sg_w; ++sg_l) {{")
     lines.append(f"{i6}const int64_t sg_i{v} = sg_jb + sg_l;")
@@ -446,7 +449,7 @@ def _map_loop(em, g, r, c, ind):
         v, e = o.loops[-1]
         lo, hi = "0", str(e)
     i4 = i3 + "    "
-    lines += opened + [f"{i3}SYMGRAD_SIMD", f"{i3}for (int64_t sg_i{v} = {lo}; sg_i{v} < {hi}; ++sg_i{v}) {{"]
+    lines += opened + [f"{i3}{em.simd}", f"{i3}for (int64_t sg_i{v} = {lo}; sg_i{v} < {hi}; ++sg_i{v}) {{"]
     lines += _body(em, g, list(o.refs), i4)
     lines += [f"{i4}{c}[({flat}) + {k}] = {em.p(x)};" for k, x in enumerate(o.refs)]
     lines += [f"{i3}}}"] + close + [f"{ind}}}"]

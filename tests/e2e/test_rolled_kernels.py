@@ -26,6 +26,17 @@ def lj(p, atoms=8):
     return e
 
 
+def tanh_pairs(p, atoms=8):
+    """tanh's derivative calls a helper (symgrad_sech2) twice in a flat unit: inlined, or the
+    flat lane loop stayed scalar libm beside the rolled one's libmvec (a review find)."""
+    e = 0.0
+    for i in range(atoms):
+        for j in range(i + 1, atoms):
+            d = p[i] - p[j]
+            e = e + np.tanh(d) + np.log1p(d * d)
+    return e
+
+
 def chained(x):
     """A running total of terms: each member reads the one before (through the scratch)."""
     acc = 0.0
@@ -61,10 +72,11 @@ def _points(rng, n, size):
 
 @pytest.mark.parametrize("fn,size,verbs", [
     (lj, 24, ("grad", "value_and_grad", "hessian")),
+    (tanh_pairs, 8, ("grad",)),
     (chained, 40, ("grad",)),
     (springs, 40, ("jacobian",)),
     (carried, 21, ("jacobian",)),
-], ids=["pairs", "running-sum", "residuals", "carried"])
+], ids=["pairs", "tanh-pairs", "running-sum", "residuals", "carried"])
 def test_rolled_kernels_equal_flat_ones_bit_for_bit(fn, size, verbs):
     rng = np.random.default_rng(3)
     X = _points(rng, 37, size)  # blocks and a tail
