@@ -14,7 +14,7 @@ import os
 from ..errors import ScalarUsedAsArray, TraceError
 from ..program import Arg, Builder, Output
 from ..signature import TRACED, call_arguments, traced_params
-from . import lazy, lazy_numpy  # noqa: F401  (lazy_numpy fills registry.LAZY)
+from . import lazy, lazy_numpy, pieces  # noqa: F401  (they fill registry.LAZY)
 from .lazy import Unrollable
 from .rewrite import intercept
 from .values import Condition, Poison, TracedArray, Value, state, where

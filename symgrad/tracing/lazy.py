@@ -19,7 +19,7 @@ import numpy as np
 from ..errors import TraceError
 from . import registry, values
 from .affine import add, const, flat as _flat, gather, index_vars, scale, var  # noqa: F401  (lazy.const ...)
-from .values import Condition, Value, builder, user_site, where
+from .values import Condition, Value, builder, user_site
 
 UNROLL = 8  # reduced axes up to this extent are summed term by term, not looped
 
@@ -36,6 +36,7 @@ class LazyArray:
     """An array of traced values given by a rule: ``at(index)`` -> Value, Condition or number."""
 
     __array_priority__ = 1000
+    parts = None  # of arrays joined along an axis (pieces.Joined), which runs ops part by part
 
     def __init__(self, b, shape, at, source=None):
         self.b, self.shape = b, tuple(int(n) for n in shape)
@@ -66,8 +67,7 @@ class LazyArray:
             raise TypeError("len() of unsized object")
         return self.shape[0]
 
-    def __repr__(self):
-        return f"LazyArray(shape={self.shape})"
+    __repr__ = lambda self: f"{type(self).__name__}(shape={self.shape})"  # noqa: E731
 
     def __array__(self, *a, **k):
         raise Unrollable(f"a large array converted to a numpy array at {user_site()}")
@@ -120,13 +120,12 @@ class LazyArray:
         return _sum(self, axis, keepdims=keepdims, **kw)
 
     def mean(self, axis=None, keepdims=False, **kw):
-        return _mean(self, axis, keepdims=keepdims, **kw)
+        return FUNCTIONS[np.mean](self, axis, keepdims=keepdims, **kw)
 
     def dot(self, other):
         return _matmul(self, other)
 
-    def copy(self):
-        return self
+    copy = lambda self: self  # noqa: E731
 
     real = property(lambda self: self)  # the values are real
     imag = property(lambda self: LazyArray(self.b, self.shape, lambda idx: 0.0))
@@ -212,6 +211,9 @@ def wrap(b, x):
             return x[()]
         if x.dtype == object:
             arr = x.view(np.ndarray)
+            if any(isinstance(v, np.ndarray) for v in arr.flat):  # 0-d entries (a stand-in's list of them)
+                arr = np.array([v[()] if isinstance(v, np.ndarray) and v.ndim == 0 else v for v in arr.flat],
+                               dtype=object).reshape(arr.shape)
             try:  # numbers only (np.eye in traced code): data
                 return data(b, arr.astype(float))
             except TraceError:  # a traced value refuses float()
@@ -249,6 +251,9 @@ def elementwise(fn, xs, name=""):
     except ValueError:
         raise ValueError(f"operands could not be broadcast together with shapes "
                          f"{' '.join(str(x.shape) for x in xs if isinstance(x, LazyArray))}") from None
+    for x in xs:  # arrays joined along an axis: the op on each stretch of it (pieces.Joined)
+        if isinstance(x, LazyArray) and x.parts:
+            return x.split(fn, xs, shape, name)
     gets = [_broadcast(x, shape) for x in xs]
     return LazyArray(b, shape, lambda idx: fn(*[g(idx) for g in gets]))
 
@@ -278,6 +283,8 @@ def _transpose(x, axes):
     axes = tuple(reversed(range(x.ndim))) if axes is None else tuple(a % x.ndim for a in axes)
     if sorted(axes) != list(range(x.ndim)):
         raise ValueError(f"axes {axes} don't match an array of {x.ndim} dimensions")
+    if x.parts:
+        return x.transposed(axes)
     inverse = [axes.index(k) for k in range(x.ndim)]
     return LazyArray(x.b, [x.shape[a] for a in axes], lambda idx: x.at(tuple(idx[inverse[k]] for k in range(x.ndim))))
 
@@ -291,6 +298,8 @@ def _reshape(x, shape, order):
         shape = tuple(x.size // known if n == -1 else n for n in shape)
     if math.prod(shape) != x.size:
         raise ValueError(f"cannot reshape array of size {x.size} into shape {shape}")
+    if shape == x.shape:  # (joined arrays stay joined)
+        return x
     if x.source is not None:  # entries in C order: the same reads
         kind, s = x.source
         return LazyArray(x.b, shape, lambda idx: read(x.b, kind, s, _flat(idx, shape)), x.source)
@@ -308,6 +317,9 @@ def _reshape(x, shape, order):
 
 def _index(x, index):
     b = builder() or x.b
+    r = x.basic_index(index) if x.parts else None
+    if r is not None:
+        return r
     parts = list(index) if isinstance(index, tuple) else [index]
     ellipsis = [k for k, p in enumerate(parts) if p is Ellipsis]
     if ellipsis:
@@ -415,6 +427,8 @@ def _sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue
     if not isinstance(x, LazyArray):
         return x
     axes = _axes(axis, x.ndim)
+    if x.parts:
+        return x.total(axes, keepdims, initial)
     keep = [k for k in range(x.ndim) if k not in axes]
     looped = [k for k in axes if x.shape[k] > UNROLL]
     if math.prod(x.shape[k] for k in looped) < b.loop_min:
@@ -467,15 +481,6 @@ def _reshape_keep(x, full, axes):
     return LazyArray(x.b, shape, lambda idx: x.at(tuple(idx[k] for k in keep)))
 
 
-def _mean(a, axis=None, dtype=None, out=None, keepdims=False, where=True):
-    b = builder() or a.b
-    x = wrap(b, a)
-    axes = _axes(axis, x.ndim)
-    count = math.prod(x.shape[k] for k in axes)
-    s = _sum(x, axis, out=out, keepdims=keepdims, where=where)
-    return s / np.float64(count)  # of nothing: nan, as numpy (0.0 / 0 would raise)
-
-
 def _matmul(a, c):
     b = builder()
     a, c = wrap(b, a), wrap(b, c)
@@ -490,11 +495,6 @@ def _matmul(a, c):
     if a.ndim == 2 and c.ndim == 2:
         return _sum(a[:, :, None] * c[None, :, :], axis=1)
     raise Unrollable(f"a matrix product of {a.ndim}- and {c.ndim}-dimensional arrays at {user_site()}")
-
-
-def select(c, a, b):
-    """numpy.where of one element: a number (a mask's 0/1 read from data) is true unless 0."""
-    return where(c != 0 if isinstance(c, Value) else c, a, b)
 
 
 FUNCTIONS = registry.LAZY  # numpy function -> its form on large arrays (lazy_numpy.py fills it)

@@ -7,9 +7,20 @@ import math
 import numpy as np
 
 from . import registry
-from .lazy import (LazyArray, Unrollable, _axes, _index, _matmul, _mean, _reshape, _sum, _transpose, elementwise,
-                   select, wrap)
-from .values import builder, user_site
+from .lazy import LazyArray, Unrollable, _axes, _index, _matmul, _reshape, _sum, _transpose, elementwise, wrap
+from .values import Value, builder, user_site, where
+
+
+def select(c, a, b):
+    """numpy.where of one element: a number (a mask's 0/1 read from data) is true unless 0."""
+    return where(c != 0 if isinstance(c, Value) else c, a, b)
+
+
+def _mean(a, axis=None, dtype=None, out=None, keepdims=False, where=True):
+    x = wrap(builder() or a.b, a)
+    count = math.prod(x.shape[k] for k in _axes(axis, x.ndim))
+    s = _sum(x, axis, out=out, keepdims=keepdims, where=where)
+    return s / np.float64(count)  # of nothing: nan, as numpy (0.0 / 0 would raise)
 
 
 def _dot(a, b, out=None):

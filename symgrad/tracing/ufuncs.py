@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import ops
 from ..errors import TraceError
-from . import lazy, registry, values
+from . import lazy, lazy_numpy, registry, values
 from .registry import element_of, ufunc_name
 from .values import Condition, TracedArray, Value, apply, builder, keeps_values, user_site, where
 
@@ -112,7 +112,7 @@ def _frompyfunc(ufunc):
     return f
 
 
-_PYFUNC = {values._WHERE: lazy.select}  # our frompyfuncs -> their functions of elements (for lazy.py)
+_PYFUNC = {values._WHERE: lazy_numpy.select}  # our frompyfuncs -> their functions of elements (for lazy.py)
 
 
 def _boxed(a):
