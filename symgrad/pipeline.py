@@ -112,8 +112,11 @@ def library(fn):
         with stage(f.c_name, "C compile", lambda: f" ({k.ops} operations)",
                    lambda: (k.ops, C_COMPILE_BASE + RATES["C compile"] * k.ops)):
             lib = build.build(key, k.source, parts=k.parts, extra_flags=k.cflags, meta=meta)
-    if fn.traced.data:
-        calling.bind_data(lib, key, fn.c_name, fn.traced.data)
+    data = fn.traced.data
+    if fn._sparse_kind and fn.traced.has_loops:  # with the pattern's index arrays (transforms/sparsity_loops.py)
+        data = fn.optimized().data
+    if data:
+        calling.bind_data(lib, key, fn.c_name, data)
     shapes = [tuple(s) for s in cache.library_meta(lib, key)["results"]]
     skip = len(shapes) - len(fn.result_shapes())  # the value, where F.grad runs F.value_and_grad's kernel
     return calling.Plan(f.c_name, fn.args, shapes[skip:], fn.dtype, fn._structure, lib, fn.options,

@@ -362,9 +362,12 @@ def _sum_loop(em, g, ind):
     inner_v = g.loops[-1][0]
     how = [_innermost(index, inner_v) for _, _, index in scat]
     direct = [(b, index) for (b, _, index), h in zip(scat, how) if h == "direct"]
-    simd = "gather" not in how and _lanes_apart([x for _, x in direct], [b for b, _ in direct], inner_v)
+    apart = "gather" not in how and _lanes_apart([x for _, x in direct], [b for b, _ in direct], inner_v)
     lanes = [k for k, h in enumerate(how) if h == "none"]
     nl = len(lanes)
+    # lanes that may write one entry (gathers, x[j] and x[j+1]): the weights are computed as
+    # vectors all the same (the maths functions as in every other loop), then added one by one
+    later = [] if apart else [k for k, h in enumerate(how) if h != "none"]
     total = math.prod(e for _, e in g.loops)
     lines = [f"{ind}/* loop {n}: {', '.join(f'sg_i{v} < {e}' for v, e in g.loops)} */"]
     for b, (r, _) in enumerate(g.buffers):
@@ -391,11 +394,12 @@ def _sum_loop(em, g, ind):
     lines += opened
     if nl:
         lines.append(f"{i4}{M} sg_lacc[{nl * W}] = {{0}};")
+    if later:
+        lines.append(f"{i4}{M} sg_wv[{len(later) * W}];")
     i5 = i4 + "    "
     lines += [f"{i4}for (int64_t sg_jb = {lo}; sg_jb < {hi}; sg_jb += {W}) {{",
               f"{i5}const int sg_w = {hi} - sg_jb < {W} ? (int)({hi} - sg_jb) : {W};"]
-    if simd:
-        lines.append(f"{i5}{em.simd}")
+    lines.append(f"{i5}{em.simd}")
     i6 = i5 + "    "
     lines.append(f"{i5}for (int sg_l = 0; sg_l < sg_w; ++sg_l) {{")
     lines.append(f"{i6}const int64_t sg_i{v} = sg_jb + sg_l;")
@@ -404,9 +408,16 @@ def _sum_loop(em, g, ind):
     for k, ((b, w, index), h) in enumerate(zip(scat, how)):
         if h == "none":
             lines.append(f"{i6}sg_lacc[{lanes.index(k) * W} + sg_l] += {em.p(w)};")
+        elif k in later:
+            lines.append(f"{i6}sg_wv[{later.index(k) * W} + sg_l] = {em.p(w)};")
         else:
             lines.append(f"{i6}sg_Sc{b}[{index_c(index)}] += {em.p(w)};")
-    lines += [f"{i5}}}", f"{i4}}}"]
+    lines.append(f"{i5}}}")
+    if later:
+        lines += [f"{i5}for (int sg_l = 0; sg_l < sg_w; ++sg_l) {{", f"{i6}const int64_t sg_i{v} = sg_jb + sg_l;"]
+        lines += [f"{i6}sg_Sc{scat[k][0]}[{index_c(scat[k][2])}] += sg_wv[{m * W} + sg_l];" for m, k in enumerate(later)]
+        lines.append(f"{i5}}}")
+    lines.append(f"{i4}}}")
     for m, k in enumerate(lanes):
         b, _, index = scat[k]
         lines.append(f"{i4}{{ {M} sg_z = 0; for (int sg_l = 0; sg_l < {W}; ++sg_l) sg_z += sg_lacc[{m * W} + sg_l]; "

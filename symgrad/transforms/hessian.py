@@ -100,15 +100,17 @@ def _second(g, t):
     return {(i, j): inst(v) for (i, j), v in out.items()}
 
 
-def edge_push(g, y, wrt):
+def edge_push(g, y, wrt, seed=None, adjoints=None):
     """The Hessian of node ``y`` by edge pushing (Gower & Mello 2012): one reverse sweep that
     carries, beside each node's adjoint, the symmetric second-order weights W(u, v) between
     it and the nodes still ahead, pushed through each node's first partials and created from
-    its second ones. Returns {(u, v): terms}, u >= v, over the nodes of ``wrt``."""
+    its second ones. Returns {(u, v): terms}, u >= v, over the nodes of ``wrt`` (leaves of the
+    sweep, whatever their op). ``seed``: y's adjoint (a node; default 1); ``adjoints``: a dict
+    given each node of ``wrt``'s adjoint (None: 0)."""
     order = g.cone([y])
     act = active(g, order, [w for w in wrt if w is not None])
     W, near, adj = {}, defaultdict(set), defaultdict(list)
-    adj[y].append(g.const(1))
+    adj[y].append(g.const(1) if seed is None else seed)
     # the arguments come before every other node (a node's index may be below an argument's)
     pos = {w: k - len(wrt) for k, w in enumerate(wrt) if w is not None}
     key = lambda i: pos.get(i, i)  # noqa: E731
@@ -123,7 +125,11 @@ def edge_push(g, y, wrt):
         near[v].add(u)
 
     for t in reversed(order):
-        if t not in act or g.nodes[t][0] == "arg":
+        if t not in act:
+            continue
+        if t in pos or g.nodes[t][0] == "arg":
+            if adjoints is not None and t in pos:
+                adjoints[t] = g.sum(adj.pop(t, ()))
             continue
         a = g.sum(adj.pop(t, ()))
         if a is None and t not in near:

@@ -37,6 +37,7 @@ class Kind:
     sparsity: str = ""           # the docstring of the Function method <name>_sparsity(argnums) ("": none)
     symmetric: bool = False      # a symmetric matrix: its sparse form holds the lower triangle
     pattern: Optional[Callable] = None  # (program, argnums) -> its sparsity.Pattern: one result, its entries
+    exact: Optional[Callable] = None  # (traced program, argnums) -> whether its loop form takes them (else unrolled)
 
 
 def _stacked(outs, args, nums):
@@ -77,6 +78,11 @@ def _sparse(name):
         from . import sparsity
         return getattr(sparsity, name)(prog, nums, ctx.pattern())  # (the Function's, read once)
     return pattern, build
+
+
+def _sparse_loops():
+    from . import sparsity_loops
+    return sparsity_loops
 
 
 def _build_hvp(prog, nums, ctx):
@@ -159,8 +165,10 @@ KINDS = {k.name: k for k in (
          sparsity="Which entries of the Hessian by ``argnums`` (default: all) are not identically zero, as "
                   "jacobian_sparsity; ``lower=True``: its lower triangle, what F.hessian(..., sparse='lower') "
                   "computes.", symmetric=True),
-    Kind("hessian_sparse", "sparse Hessian of ", True, None, _sparse("hessian")[1], None,
-         structure=lambda own, by, m: 0, public=False, last=True, pattern=_sparse("hessian")[0]),
+    Kind("hessian_sparse", "sparse Hessian of ", True, None, _sparse("hessian")[1],
+         lambda o, lg, sh, nums: ["plain"] if o == ["scalar"] else None,
+         structure=lambda own, by, m: 0, public=False, last=True, pattern=_sparse("hessian")[0],
+         exact=lambda prog, nums: _sparse_loops().supported(prog, nums)),
     Kind("hvp", "Hessian-vector product of ", True, lambda outs, args, nums: [args[i] for i in nums], _build_hvp,
          lambda o, lg, sh, nums: _loops_second(o, lg, sh, nums, len(nums)), public=False, tangents=True, last=True,
          doc="Hessian-vector product of a scalar function: ``F.hvp(x, v)`` is H(x) @ v (for several arguments, "
@@ -248,8 +256,8 @@ def supports(prog, steps) -> bool:
     for step, (name, nums) in enumerate(steps):
         if step and any(i in large for i in nums):  # a second derivative by a large argument
             return False
-        rule = kind(name).loops
-        outs = rule(outs, large, shapes, nums) if rule is not None else None
-        if outs is None:
+        k = kind(name)
+        outs = k.loops(outs, large, shapes, nums) if k.loops is not None else None
+        if outs is None or (k.exact is not None and (step or not k.exact(prog, nums))):
             return False
     return True

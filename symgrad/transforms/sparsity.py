@@ -12,8 +12,9 @@ for every input, and an entry of it may still be 0 at a point (x*y at y = 0).
 Columns are the entries of the arguments ``argnums`` flattened and concatenated in order;
 Jacobian rows are the entries of every result, flattened and concatenated. Patterns are in
 CSR order (by row, then column); a Hessian's is its lower triangle (row >= column), the
-kernel computes each symmetric entry once. Programs whose arrays stayed loops are traced
-element by element first (the kinds have no loop form)."""
+kernel computes each symmetric entry once. A Hessian of a program whose arrays stayed loops is
+sparsity_loops.py's where that is exact; any other program with loops is traced element by
+element first."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from ..errors import CompileError
 from ..ir.graph import LEAVES, Graph
 from ..program import Program
 from .derive import arg_nodes, check_scalar, partials, reverse
+from . import sparsity_loops
 from .hessian import _second, edge_push, operand_shape, template
 
 
@@ -187,6 +189,9 @@ def jacobian_pattern(prog: Program, argnums) -> Pattern:
 
 def hessian_pattern(prog: Program, argnums) -> Pattern:
     check_scalar(prog, "the Hessian")
+    if prog.has_loops:
+        rows, cols, n = sparsity_loops.hessian_pattern(prog, argnums)
+        return Pattern(rows.astype(np.int64), cols.astype(np.int64), (n, n), lower=True)
     g = Graph(prog)
     _, deps, shapes = _columns(g, argnums)
     y = prog.outputs[0].refs[0]
@@ -246,6 +251,8 @@ def hessian(prog: Program, argnums, pattern: Pattern) -> Program:
     ``hess_nonzeros``), by the edge pushing of the dense Hessian (hessian.py): the same
     nodes, the same bits. An entry it finds outside the pattern is a bug, refused."""
     check_scalar(prog, "the Hessian")
+    if prog.has_loops:
+        return sparsity_loops.hessian(prog, argnums, pattern)
     g = Graph(prog)
     wrt = arg_nodes(g, argnums)
     y = prog.outputs[0].refs[0]

@@ -185,3 +185,25 @@ def test_constant_entries_among_computed_ones_at_every_batch_size():
         rows, cols, values = G.jacobian(X[:n], sparse=True)
         assert np.array_equal(values, np.broadcast_to(M[rows, cols], (n, len(rows)))), n
     assert F.jacobian_sparsity().nnz == 144 + 2
+
+
+def test_a_hessian_of_loops_is_taken_as_loops_and_equals_the_unrolled_one():
+    """A Lagrangian over 600 entries whose arrays stay loops: its sparse Hessian kernel is a
+    loop over index arrays bound as data (transforms/sparsity_loops.py), equal to the kernel of
+    the function traced element by element, one point and a batch."""
+    n = 600
+
+    def f(x, lam):
+        c = np.concatenate([x[1:] - x[:-1] ** 2, np.sin(x[::2] * x[1::2]), [x[0] * x[-1]]])
+        return np.dot(lam, c) + np.sum(np.exp(x * x[3]))
+    shapes = [(n,), (n - 1 + n // 2 + 1,)]
+    F = symgrad.compile(f, shapes)
+    U = symgrad.compile(f, shapes, options=symgrad.Options(loop_min_size=0))
+    S, T = F.hessian_wrt(0)._sparse(), U.hessian_wrt(0)._sparse()
+    assert S.loops and not T.loops and S.program.count_ops() < 100
+    np.testing.assert_array_equal(F.hessian_sparsity(lower=True).toarray(), U.hessian_sparsity(lower=True).toarray())
+    rng = np.random.default_rng(5)
+    x, lam = rng.standard_normal((3,) + shapes[0]), rng.standard_normal((3,) + shapes[1])
+    got, want = S(x, lam), T(x, lam)
+    np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13 * np.abs(want).max())
+    np.testing.assert_array_equal(S(x[1], lam[1]), got[1])

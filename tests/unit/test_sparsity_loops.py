@@ -1,0 +1,79 @@
+"""Sparse Hessians of programs whose arrays stayed loops (transforms/sparsity_loops.py), on the
+IR without a C compiler: the pattern equals the one of the function traced element by element,
+the values equal its values (ir/evaluate.py), and the work does not grow with the arrays."""
+import numpy as np
+import pytest
+
+from symgrad.ir.evaluate import evaluate
+from symgrad.tracing import trace
+from symgrad.transforms import sparsity, sparsity_loops
+
+LOOP = 128  # Options.loop_min_size's default
+
+
+def collocation(n):
+    h, g = 10.0 / (n - 1), 9.81
+
+    def lagrangian(free, sigma, lam):
+        th, om, T = free[:n], free[n:2 * n], free[2 * n:]
+        c1 = (th[1:] - th[:-1]) / h - om[1:]
+        c2 = (om[1:] - om[:-1]) / h + g * np.sin(th[1:]) - T[1:]
+        c = np.concatenate([c1, c2, np.array([th[0], th[-1] - np.pi, om[0], om[-1]])])
+        return sigma * h * np.sum(T ** 2) + np.dot(lam, c)
+    return lagrangian, [(3 * n,), (), (2 * n + 2,)]
+
+
+def coupled(n):
+    def f(x, w):  # entries reached from several points (i and i + 1), a top-level entry read in the
+        return (np.sum(w[1:] * (x[1:] - x[:-1] ** 2) ** 2)  # loop, a term outside the loops
+                + np.sum(np.exp(x * x[0]) * w) + x[0] * x[1] ** 2 + np.sum(np.cos(x[::2] * x[1::2])))
+    return f, [(n,), (n,)]
+
+
+def _compare(make, n, nums, rng, exact):
+    f, shapes = make(n)
+    prog, flat = trace(f, shapes, loop_min=LOOP), trace(f, shapes)
+    assert prog.has_loops and not flat.has_loops
+    assert sparsity_loops.supported(prog, nums)
+    p, q = sparsity.hessian_pattern(prog, nums), sparsity.hessian_pattern(flat, nums)
+    np.testing.assert_array_equal(p.rows, q.rows)
+    np.testing.assert_array_equal(p.cols, q.cols)
+    args = [rng.standard_normal(s) for s in shapes]
+    got = evaluate(sparsity.hessian(prog, nums, p), *args)[0]
+    want = evaluate(sparsity.hessian(flat, nums, q), *args)[0]
+    if exact:  # each entry one term: the same operations in the same order
+        np.testing.assert_array_equal(got, want)
+    else:
+        np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13 * np.abs(want).max(initial=0))
+    return prog, p
+
+
+def test_the_collocation_lagrangian_hessian_equals_the_unrolled_one():
+    _compare(collocation, 300, (0,), np.random.default_rng(1), exact=True)
+
+
+@pytest.mark.parametrize("nums", [(0,), (0, 1), (1,)])
+def test_entries_several_points_reach_add_up(nums):
+    _compare(coupled, 400, nums, np.random.default_rng(2), exact=False)
+
+
+def test_the_symbolic_work_does_not_grow_with_the_arrays():
+    sizes = []
+    for n in (300, 1200):
+        f, shapes = collocation(n)
+        prog = trace(f, shapes, loop_min=LOOP)
+        p = sparsity.hessian_pattern(prog, (0,))
+        h = sparsity.hessian(prog, (0,), p)
+        assert p.nnz == 2 * n - 1  # each angle's and torque's diagonal entry, and sigma h T^2's
+        sizes.append((len(prog.nodes), len(h.nodes)))
+    assert sizes[0] == sizes[1]
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: np.sum(x ** 2) ** 2,  # nonlinear in a sum: a dense rank-one part
+    lambda x: x[0] * np.sum(np.sin(x)),  # a sum's coefficient depends on x
+    lambda x: np.sum((x - np.mean(x)) ** 2),  # the body reads a sum of x computed outside its loop
+])
+def test_what_the_loop_form_cannot_take_exactly_is_refused(f):
+    prog = trace(f, [(300,)], loop_min=LOOP)
+    assert prog.has_loops and not sparsity_loops.supported(prog, (0,))
