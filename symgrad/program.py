@@ -34,12 +34,15 @@ class Output:
     leading axes are the loops ((index variable, extent), ...) and ``refs`` the nodes of the
     trailing entries, bodies over those variables. Scatter (``adds`` not None, ``refs`` ()):
     zeros, then for each (coef, weight, loops, index) of ``adds`` and every point of its loops,
-    coef * weight added at entry ``index`` (the gradient by an argument the loops read)."""
+    coef * weight added at entry ``index`` (the gradient by an argument the loops read);
+    with ``stores``, each entry is one term's weight, written (coef 1: an array joined by
+    np.concatenate, part by part, its zeros' signs kept)."""
     name: str
     shape: tuple
     refs: tuple
     loops: tuple = ()
     adds: Optional[tuple] = None
+    stores: bool = False
 
     @property
     def size(self):
@@ -98,7 +101,8 @@ class Program:
                 lines.append(f"    {o.name}{list(o.shape)} = 0")
                 for coef, w, loops, index in o.adds:
                     over = f" over {', '.join(f'i{v}<{e}' for v, e in loops)}" if loops else ""
-                    lines.append(f"    {o.name}[{index_text(index)}] += {ref(coef)} * {ref(w)}{over}")
+                    lines.append(f"    {o.name}[{index_text(index)}] " +
+                                 (f"= {ref(w)}{over}" if o.stores else f"+= {ref(coef)} * {ref(w)}{over}"))
                 continue
             refs = ", ".join(ref(j) for j in o.refs)
             lines.append(f"    {o.name}{list(o.shape) if o.shape else ''} = "

@@ -112,6 +112,10 @@ def _output(o, val, L, prog):
             vs = tuple(sorted(v for v, _ in loops))
             idx, ivs = L.index(index, prog.data)
             idx = np.broadcast_to(_spread(idx, ivs, vs), tuple(L.ext[v] for v in vs)).reshape(-1)
+            if o.stores:  # each entry one term's weight
+                out[..., idx] = np.broadcast_to(L.align(val[w], vs), batch + tuple(L.ext[v] for v in vs)
+                                                ).reshape(batch + (-1,))
+                continue
             terms = (L.align(val[c], vs) * L.align(val[w], vs)).reshape(batch + (-1,))
             for b in np.ndindex(*batch):
                 np.add.at(out[b], idx, terms[b])

@@ -350,19 +350,19 @@ class Graph:
 
     # -- the result -----------------------------------------------------------------------
     def program(self, outputs, args=None):
-        """A Program of the nodes ``outputs`` need ((name, shape, refs[, loops[, adds]]) each,
-        as program.Output; a ref None is 0), renumbered in order: dead code is gone."""
+        """A Program of the nodes ``outputs`` need ((name, shape, refs[, loops[, adds[, stores]]])
+        each, as program.Output; a ref None is 0), renumbered in order: dead code is gone."""
         outs = []
         for name, shape, refs, *rest in outputs:
-            loops, adds = (tuple(rest) + ((), None)[len(rest):])
-            if adds is not None:
+            loops, adds, stores = (tuple(rest) + ((), None, False)[len(rest):])
+            if adds is not None:  # (a store of 0 is written all the same)
                 adds = [(self.zero_node(c), self.zero_node(w), lp, ix) for c, w, lp, ix in adds
-                        if not self.is_zero(c) and not self.is_zero(w)]
+                        if stores or (not self.is_zero(c) and not self.is_zero(w))]
             entries = math.prod(shape[len(loops):])
             if (adds is None and len(refs) != entries) or (adds is not None and (refs or loops)):
                 raise ValueError(f"result {name!r} of shape {tuple(shape)} given {len(refs)} entries"
                                  f"{' and scatter terms' if adds is not None else ''} (a bug in symgrad)")
-            outs.append((name, tuple(shape), [self.zero_node(r) for r in refs], tuple(loops), adds))
+            outs.append((name, tuple(shape), [self.zero_node(r) for r in refs], tuple(loops), adds, stores))
         used = [r for o in outs for r in o[2]] + [x for o in outs for a in (o[4] or ()) for x in a[:2]]
         new, nodes = {}, []
         for i in self.cone(used):
@@ -375,9 +375,9 @@ class Graph:
             nodes.append(n)
         return Program(tuple(args if args is not None else self.args), tuple(nodes), tuple(
             Output(name, shape, tuple(new[r] for r in refs), loops,
-                   None if adds is None else tuple((new[c], new[w], lp, ix) for c, w, lp, ix in adds))
-            for name, shape, refs, loops, adds in outs), self.prog.data)
+                   None if adds is None else tuple((new[c], new[w], lp, ix) for c, w, lp, ix in adds), stores)
+            for name, shape, refs, loops, adds, stores in outs), self.prog.data)
 
     def outputs_of(self, prog):
         """``prog``'s outputs as Graph.program takes them."""
-        return [(o.name, o.shape, list(o.refs), o.loops, o.adds) for o in prog.outputs]
+        return [(o.name, o.shape, list(o.refs), o.loops, o.adds, o.stores) for o in prog.outputs]

@@ -4,7 +4,7 @@ and scatter results: program.py), printed from the IR through the op table (c.Pr
 Per point: the straight-line code of what does not vary with any loop, each group of sums
 over the same loops computed by one loop (all their accumulators, and the scatters of a
 gradient by an argument the loops read) as soon as what it reads is known, then map results
-by loops over their entries. The innermost loop runs in SIMD blocks of W lanes with an
+and the parts of joined results by loops over their entries. The innermost loop runs in SIMD blocks of W lanes with an
 accumulator per lane; the outermost loop is cut into CHUNKS fixed pieces, summed in order
 afterwards, so a result never depends on the thread count (a single point runs its pieces on
 the thread team). Data arrays are read through pointers set once per process (``K_set_data``):
@@ -17,6 +17,7 @@ from ..errors import CompileError
 from ..ir.graph import LEAVES, Graph, number
 from ..ir.ops import LIBRARY
 from .c import Printer, _integer_power
+from .indices import index_c, innermost, lanes_apart
 from .schedule import cname
 from .target import Kernel
 
@@ -30,47 +31,6 @@ def _parallel(total, ind):
     if total < PARALLEL_MIN:
         return []
     return ["#ifdef _OPENMP", f"{ind}_Pragma(\"omp parallel for schedule(static) if(sg_par)\")", "#endif"]
-
-
-def index_c(index):
-    """An affine index (tracing/lazy.py) in C."""
-    c, terms = index
-    parts = []
-    for t, k in terms:
-        s = f"sg_i{t}" if isinstance(t, int) else f"sg_d{t[1]}[{index_c(t[2])}]"
-        parts.append(s if k == 1 else f"{k}*{s}" if k > 0 else f"({k})*{s}")
-    if c or not parts:
-        parts.append(str(c))
-    return " + ".join(parts)
-
-
-def _mentions(index, v):
-    return any(t == v if isinstance(t, int) else _mentions(t[2], v) for t, _ in index[1])
-
-
-def _innermost(index, v):
-    """How an index moves with loop variable v: 'none', 'direct' (one-to-one, no gathers
-    of v: lanes write distinct entries), or 'gather'."""
-    direct = any(t == v for t, _ in index[1])
-    gathered = any(not isinstance(t, int) and _mentions(t[2], v) for t, _ in index[1])
-    return "gather" if gathered else "direct" if direct else "none"
-
-
-def _lanes_apart(indices, buffers, v):
-    """Whether the SIMD lanes of loop variable v can add into these entries (of ``buffers``)
-    at once: no entry one lane writes is written by another lane (x[j] and x[j+1] collide
-    across lanes; x[3j], x[3j+1], x[3j+2] never do)."""
-    for k, (a, x) in enumerate(zip(buffers, indices)):
-        for b, y in zip(buffers[k:], indices[k:]):
-            if a != b:
-                continue
-            cx, cy = dict(x[1]), dict(y[1])
-            step = cx.get(v)
-            if step != cy.get(v) or {t: c for t, c in cx.items() if t != v} != {t: c for t, c in cy.items() if t != v}:
-                return False
-            if (x[0] - y[0]) % abs(step) == 0 and x[0] != y[0]:
-                return False
-    return True
 
 
 class _View:
@@ -103,7 +63,7 @@ class _Group:
     scatter terms (output, coef, weight, index) or map results."""
 
     def __init__(self, n, loops):
-        self.n, self.loops, self.sums, self.maps = n, loops, [], []
+        self.n, self.loops, self.sums, self.maps, self.stores = n, loops, [], [], []  # stores: (result, weight, index)
         self.buffers, self.scatter = [], []  # (result, coef) of each buffer; (buffer, weight, index)
         self.reads = set()  # the top-level nodes and sums its bodies read
 
@@ -144,7 +104,9 @@ class _Emit:
             if o.loops:
                 group(o.loops).maps.append(r)
             for c, w, loops, index in o.adds or ():
-                if loops:
+                if loops and o.stores:
+                    group(loops).stores.append((r, w, index))
+                elif loops:
                     group(loops).add_scatter(r, c, w, index)
         self.by_var = by_var
         # where each node is computed (None: the top level) and who uses it there
@@ -288,7 +250,7 @@ def render_loops(prog, name, target, options, title=None) -> Kernel:
     roots += [x for o in prog.outputs for c, w, loops, _ in o.adds or () for x in ((c,) if loops else (c, w))]
     for g in em.groups.values():
         bodies = [nodes[s][1] for s in g.sums] + [w for _, w, _ in g.scatter] + \
-            [r for k in g.maps for r in prog.outputs[k].refs]
+            [r for k in g.maps for r in prog.outputs[k].refs] + [w for _, w, _ in g.stores]
         g.reads = em.needs(bodies, g.loops)
         roots += sorted(g.reads)
     order, state = [], {}
@@ -330,6 +292,12 @@ def render_loops(prog, name, target, options, title=None) -> Kernel:
     for r, (o, c) in enumerate(zip(prog.outputs, em.res_c)):
         if o.loops:
             lines += _map_loop(em, em.groups[o.loops], r, c, ind)
+        elif o.stores:  # a joined array: each part's entries written where they go
+            lines.append(f"{ind}for (int64_t sg_j = 0; sg_j < {o.size}; ++sg_j) {c}[sg_j] = 0;")
+            lines += [f"{ind}{c}[{index_c(index)}] = {em.p(w)};" for _, w, loops, index in o.adds if not loops]
+            for loops in dict.fromkeys(loops for _, _, loops, _ in o.adds if loops):
+                g = em.groups[loops]
+                lines += _write_loop(em, g, [(f"{c}[{index_c(index)}]", w) for rr, w, index in g.stores if rr == r], ind)
         elif o.adds is not None:
             lines.append(f"{ind}for (int64_t sg_j = 0; sg_j < {o.size}; ++sg_j) {c}[sg_j] = 0;")
             for coef, w, loops, index in o.adds:
@@ -360,9 +328,9 @@ def _sum_loop(em, g, ind):
     M, W, prog = em.M, em.W, em.prog
     n, na, scat = g.n, len(g.sums), g.scatter
     inner_v = g.loops[-1][0]
-    how = [_innermost(index, inner_v) for _, _, index in scat]
+    how = [innermost(index, inner_v) for _, _, index in scat]
     direct = [(b, index) for (b, _, index), h in zip(scat, how) if h == "direct"]
-    apart = "gather" not in how and _lanes_apart([x for _, x in direct], [b for b, _ in direct], inner_v)
+    apart = "gather" not in how and lanes_apart([x for _, x in direct], [b for b, _ in direct], inner_v)
     lanes = [k for k, h in enumerate(how) if h == "none"]
     nl = len(lanes)
     # lanes that may write one entry (gathers, x[j] and x[j+1]): the weights are computed as
@@ -441,28 +409,33 @@ def _sum_loop(em, g, ind):
 def _map_loop(em, g, r, c, ind):
     """A map result: every entry of the leading axes by one loop nest, SIMD innermost."""
     o = em.prog.outputs[r]
-    tail = len(o.refs)
-    strides, s = [], tail
+    strides, s = [], len(o.refs)
     for _, e in reversed(o.loops):
         strides.insert(0, s)
         s *= e
     flat = " + ".join(f"{st}*sg_i{v}" for (v, _), st in zip(o.loops, strides))
-    total = math.prod(e for _, e in o.loops)
+    return _write_loop(em, g, [(f"{c}[({flat}) + {k}]", x) for k, x in enumerate(o.refs)], ind)
+
+
+def _write_loop(em, g, writes, ind):
+    """One loop nest over a group's variables, SIMD innermost, writing each (C lvalue, node)
+    of ``writes`` at every point (entries no two points share)."""
+    total = math.prod(e for _, e in g.loops)
     i2 = ind + "    "
-    lines = [f"{ind}/* {c}: {', '.join(f'sg_i{v} < {e}' for v, e in o.loops)} */",
+    lines = [f"{ind}/* {', '.join(f'sg_i{v} < {e}' for v, e in g.loops)} */",
              *_parallel(total, ind), f"{ind}for (int64_t sg_c = 0; sg_c < {CHUNKS}; ++sg_c) {{"]
-    if len(o.loops) == 1:
-        v, e = o.loops[0]
+    if len(g.loops) == 1:
+        v, e = g.loops[0]
         opened, i3, close = [], i2, []
         lo, hi = f"{e}*sg_c/{CHUNKS}", f"{e}*(sg_c + 1)/{CHUNKS}"
     else:
-        opened, i3, close = em.loops(o.loops[:-1], i2)
-        v, e = o.loops[-1]
+        opened, i3, close = em.loops(g.loops[:-1], i2)
+        v, e = g.loops[-1]
         lo, hi = "0", str(e)
     i4 = i3 + "    "
     lines += opened + [f"{i3}{em.simd}", f"{i3}for (int64_t sg_i{v} = {lo}; sg_i{v} < {hi}; ++sg_i{v}) {{"]
-    lines += _body(em, g, list(o.refs), i4)
-    lines += [f"{i4}{c}[({flat}) + {k}] = {em.p(x)};" for k, x in enumerate(o.refs)]
+    lines += _body(em, g, [x for _, x in writes], i4)
+    lines += [f"{i4}{at} = {em.p(x)};" for at, x in writes]
     lines += [f"{i3}}}"] + close + [f"{ind}}}"]
     return lines
 

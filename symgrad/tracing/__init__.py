@@ -97,6 +97,14 @@ def _output(b, result, fn):
     if isinstance(result, lazy.LazyArray) and result.size < b.loop_min:
         result = np.array([result.at(tuple(lazy.const(i) for i in idx)) for idx in np.ndindex(*result.shape)],
                           dtype=object).reshape(result.shape)
+    if isinstance(result, lazy.LazyArray) and result.parts:  # joined: each part written where it goes
+        terms = _stores(b, result, lambda idx: lazy._flat(idx, result.shape), name, [])
+        if any(loops for _, _, loops, _ in terms):
+            return Output("out", result.shape, (), (), tuple(terms), True)
+        refs = [None] * result.size  # small parts only: entry by entry, as traced unrolled
+        for _, i, _, index in terms:
+            refs[index[0]] = i
+        return Output("out", result.shape, tuple(refs))
     if isinstance(result, lazy.LazyArray):  # every entry one body over the index variables
         loops = tuple((b.new_var(), n) for n in result.shape)
         body = result.at(tuple(lazy.var(v) for v, _ in loops))
@@ -124,6 +132,28 @@ def _output(b, result, fn):
                              "or traced values (a scalar, a tuple of scalars or an array)")
         refs.append(i)
     return Output("out", arr.shape, tuple(refs))
+
+
+def _stores(b, arr, place, name, terms):
+    """The (1, weight, loops, index) terms that write LazyArray ``arr`` into a result, entry
+    ``idx`` of it at flat index ``place(idx)``: a loop a part, small parts entry by entry."""
+    if arr.parts:
+        for s, p in zip(arr.starts, arr.parts):
+            def moved(idx, s=s, a=arr.axis):
+                return place(idx[:a] + (lazy.add(idx[a], lazy.const(s)),) + idx[a + 1:])
+            _stores(b, p, moved, name, terms)
+        return terms
+    points = [tuple(lazy.const(i) for i in idx) for idx in np.ndindex(*arr.shape)] if arr.size < b.loop_min else None
+    loops = () if points is not None else tuple((b.new_var(), n) for n in arr.shape)
+    for idx in points if points is not None else [tuple(lazy.var(v) for v, _ in loops)]:
+        body = arr.at(idx)
+        if isinstance(body, Condition):
+            raise TraceError(f"{name} returned comparisons; return numbers (use symgrad.where)")
+        i = body.i if isinstance(body, Value) else b.const(body)
+        if i is None:
+            raise TraceError(f"{name} returned {type(body).__name__} entries; expected numbers")
+        terms.append((b.const(1), i, loops, place(idx)))
+    return terms
 
 
 _AS_ARRAY = ("'Value' object has no len()", "object of type 'Value' has no len()",

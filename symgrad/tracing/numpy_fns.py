@@ -125,6 +125,9 @@ def _as_traced(x, nested=False):
     """A traced value, or a list/tuple/array holding some, as a TracedArray (each entry of a
     sequence of arrays, with ``nested``); anything else as it is."""
     if nested and isinstance(x, (list, tuple)):
+        scalars = not any(isinstance(v, (list, tuple, np.ndarray, LazyArray)) for v in x)
+        if scalars and not hasattr(x, "_fields") and holds_traced(x):
+            return as_array(x)  # a list of scalars: one array of them (not a list of 0-d arrays)
         items = [_as_traced(v, True) for v in x]
         return type(x)(*items) if hasattr(x, "_fields") else type(x)(items)  # a namedtuple (slogdet's)
     if isinstance(x, (list, tuple, np.ndarray, Value, Condition)) and holds_traced(x):

@@ -154,8 +154,9 @@ KINDS = {k.name: k for k in (
                   "F.jacobian(..., sparse=True) computes."),
     Kind("jacobian_stacked", "stacked Jacobian of ", False, _stacked, _build_jac_stacked, None,
          structure=lambda own, by, m: own, public=False, sparse="jacobian_sparse"),
-    Kind("jacobian_sparse", "sparse Jacobian of ", False, None, _sparse("jacobian")[1], None,
-         structure=lambda own, by, m: 0, public=False, last=True, pattern=_sparse("jacobian")[0]),
+    Kind("jacobian_sparse", "sparse Jacobian of ", False, None, _sparse("jacobian")[1], lambda o, lg, sh, nums: ["plain"],
+         structure=lambda own, by, m: 0, public=False, last=True, pattern=_sparse("jacobian")[0],
+         exact=lambda prog, nums: _sparse_loops().jacobian_supported(prog, nums)),
     Kind("hessian", "Hessian of ", True, lambda outs, args, nums: [args[i] + args[j] for i in nums for j in nums],
          _build_hessian, lambda o, lg, sh, nums: _loops_second(o, lg, sh, nums, len(nums) ** 2),
          structure=lambda own, by, m: 0 if isinstance(by, int) else
@@ -252,7 +253,8 @@ def supports(prog, steps) -> bool:
     """Whether the loop form takes these derivative steps of ``prog`` (a traced Program)."""
     large = {n[2] for n in prog.nodes if n[0] == "read" and n[1] == "a"}
     shapes = [a.shape for a in prog.args]
-    outs = ["map" if o.loops else "scalar" if o.shape == () else "plain" for o in prog.outputs]
+    outs = ["scatter" if o.adds is not None else "map" if o.loops else "scalar" if o.shape == () else "plain"
+            for o in prog.outputs]
     for step, (name, nums) in enumerate(steps):
         if step and any(i in large for i in nums):  # a second derivative by a large argument
             return False

@@ -17,4 +17,4 @@ def optimize(prog, options):
 def only(prog, outputs):
     """``prog`` computing only ``outputs`` (some of its own): the nodes they need, as they are
     (the same operations, the same bits)."""
-    return Graph(prog).program([(o.name, o.shape, list(o.refs), o.loops, o.adds) for o in outputs])
+    return Graph(prog).program([(o.name, o.shape, list(o.refs), o.loops, o.adds, o.stores) for o in outputs])

@@ -12,8 +12,8 @@ for every input, and an entry of it may still be 0 at a point (x*y at y = 0).
 Columns are the entries of the arguments ``argnums`` flattened and concatenated in order;
 Jacobian rows are the entries of every result, flattened and concatenated. Patterns are in
 CSR order (by row, then column); a Hessian's is its lower triangle (row >= column), the
-kernel computes each symmetric entry once. A Hessian of a program whose arrays stayed loops is
-sparsity_loops.py's where that is exact; any other program with loops is traced element by
+kernel computes each symmetric entry once. A Jacobian or Hessian of a program whose arrays stayed
+loops is sparsity_loops.py's where that is exact; any other program with loops is traced element by
 element first."""
 from __future__ import annotations
 
@@ -180,6 +180,10 @@ def _ncols(prog, argnums):
 
 
 def jacobian_pattern(prog: Program, argnums) -> Pattern:
+    if prog.has_loops:
+        rows, cols = sparsity_loops.jacobian_pattern(prog, argnums)
+        nrows = sum(o.size for o in prog.outputs)
+        return Pattern(rows.astype(np.int64), cols.astype(np.int64), (nrows, _ncols(prog, argnums)))
     g = Graph(prog)
     _, deps, _ = _columns(g, argnums)
     refs = [r for o in prog.outputs for r in o.refs]
@@ -232,6 +236,8 @@ def hessian_pattern(prog: Program, argnums) -> Pattern:
 def jacobian(prog: Program, argnums, pattern: Pattern) -> Program:
     """The entries of ``pattern`` of the Jacobian of every result by ``argnums`` (one result,
     ``jac_nonzeros``): each row by one reverse sweep over its own columns only."""
+    if prog.has_loops:
+        return sparsity_loops.jacobian(prog, argnums, pattern)
     g = Graph(prog)
     wrt = arg_nodes(g, argnums)
     refs = [r for o in prog.outputs for r in o.refs]

@@ -1,29 +1,36 @@
-"""Sparse Hessians of programs whose arrays stayed loops, without tracing them element by
-element: the work is linear in the program, not in the arrays (1000 collocation nodes or
-4000 take the same symbolic work; only the index arrays grow).
+"""Sparse Jacobians and Hessians of programs whose arrays stayed loops, without tracing them
+element by element: the symbolic work is linear in the program, not in the arrays (1000
+collocation nodes or 4000 take the same; only the index arrays grow).
 
-A scalar y built from sums S over loops (tracing/lazy.py) and entries of the arguments is
-taken in two sweeps of edge pushing (hessian.py). The first runs from y to the arguments'
-entries with each sum as a leaf: it gives the Hessian's terms outside the loops and each
-sum's adjoint. The second runs over each sum's body from that adjoint to what the body
-reads: its second-order weights between two reads (x[i + 1], x[i]) are the Hessian's terms
-at every point of the loop, at the entries those reads index there. The kernel scatters
-each term into the values vector at its entry's position in the pattern (an integer array
-per term, data of the program), so entries several points reach add up.
+Hessian: a scalar y built from sums S over loops (tracing/lazy.py) and entries of the
+arguments is taken in two sweeps of edge pushing (hessian.py). The first runs from y to the
+arguments' entries with each sum as a leaf: the terms outside the loops and each sum's
+adjoint. The second runs over each sum's body from that adjoint to what the body reads: its
+second-order weights between two reads (x[i + 1], x[i]) are terms at every point of the loop,
+at the entries those reads index there. Jacobian: each result entry (a map's body, a joined
+array's part, a plain entry) by one reverse sweep to the reads it makes, a sum it reads by
+its body's sweep from the sum's adjoint. The kernel scatters each term into the values
+vector at its entry's position in the pattern (an integer array per term, data of the
+program), so entries several points reach add up.
 
-Taken only where this is exact: y linear in each sum with coefficients that do not depend
-on the arguments (no weight between a sum and anything), and each body reading the
-arguments only through their entries (no value of them computed outside the loop). Else
-``supported`` says no and the Hessian is taken of the function traced element by element."""
+Taken only where this is exact: y linear in each sum with coefficients free of the arguments,
+each body reading the arguments only by entry (no value of them computed outside its loop),
+no entry over loops whose derivative passes through a sum (a dense block). Else ``supported``
+/ ``jacobian_supported`` say no and the function is traced element by element. Values equal
+the element-by-element kernel's where each entry is one term and the same maths functions
+run (libm's scalar ones and libmvec's vector ones can differ in the last bit)."""
 from __future__ import annotations
 
 from dataclasses import replace
 
 import numpy as np
 
+from collections import defaultdict
+
+from ..ir.evaluate import evaluate
 from ..ir.graph import LEAVES, Graph
 from ..program import Program
-from .derive import active, arg_nodes
+from .derive import CHAIN_MIN, active, arg_nodes, partials, times
 from .hessian import edge_push
 
 
@@ -56,16 +63,22 @@ def _region(g, s):
     return inside, outside - inside
 
 
+def _memo(prog, argnums, find):
+    """``find(prog, argnums)``, made once per program (pattern, build and check all ask it)."""
+    memo = prog.__dict__.setdefault("_loop_terms", {})
+    key = (find, tuple(argnums))
+    if key not in memo:
+        memo[key] = find(prog, key[1])
+    return memo[key]
+
+
 def _terms(prog, argnums):
-    """(graph, [(node, loops, rows, cols, twice)]) of every term of the lower triangle's Hessian,
-    rows and cols arrays over the loop's points (C order of ``loops``), ``twice`` where two
+    """(graph, [(coef, node, loops, rows, cols, twice)]) of every term of the lower triangle's
+    Hessian (coef * node; coef None: 1), rows and cols arrays over the loop's points (C order
+    of ``loops``), ``twice`` where two
     leaves of a term are one entry (x[i] and x[0] at i = 0; else None), or None where the loop form
     is not exact (see the module's note). Made once per program and argnums."""
-    memo = prog.__dict__.setdefault("_hessian_terms", {})
-    key = tuple(argnums)
-    if key not in memo:
-        memo[key] = _find_terms(prog, key)
-    return memo[key]
+    return _memo(prog, argnums, _find_terms)
 
 
 def _find_terms(prog, argnums):
@@ -91,7 +104,7 @@ def _find_terms(prog, argnums):
     for (u, v), ts in W.items():
         e = g.sum(ts)
         if e is not None:
-            terms.append((e, (), np.array(max(col[u], col[v])), np.array(min(col[u], col[v])), None))
+            terms.append((None, e, (), np.array(max(col[u], col[v])), np.array(min(col[u], col[v])), None))
     plain = set(args)
     for s in sums:
         a = adjoints.get(s)
@@ -102,7 +115,8 @@ def _find_terms(prog, argnums):
             return None  # the body reads a value of the arguments computed outside its loop
         loops = g.nodes[s][2]
         own = [t for t in sorted(inside) if t in reads]
-        W = edge_push(g, g.nodes[s][1], args + own, seed=a)
+        seed, coef = _seed(g, a, loops)
+        W = edge_push(g, g.nodes[s][1], args + own, seed=seed)
         grid = np.indices([e for _, e in loops]).reshape(len(loops), -1) if loops else None
         at = {v: grid[k] for k, (v, _) in enumerate(loops)}
         for (u, v), ts in W.items():
@@ -112,9 +126,9 @@ def _find_terms(prog, argnums):
             cu, cv = (_columns(g, w, col, offsets, at, prog.data) for w in (u, v))
             cu, cv = np.broadcast_arrays(cu, cv, grid[0])[:2]
             twice = (cu == cv) if u != v else None  # two leaves, one entry there: W(u, v) + W(v, u)
-            terms.append((e, loops, np.maximum(cu, cv), np.minimum(cu, cv),
+            terms.append((coef, e, loops, np.maximum(cu, cv), np.minimum(cu, cv),
                           twice if twice is not None and twice.any() else None))
-    return g, terms
+    return g, [_masked(g, prog, t) for t in terms]
 
 
 def _columns(g, w, col, offsets, at, data):
@@ -142,9 +156,7 @@ def supported(prog: Program, argnums) -> bool:
 def hessian_pattern(prog: Program, argnums):
     """(rows, cols, n): the lower triangle's entries of the n x n Hessian, in CSR order."""
     _, n = _offsets(prog, argnums)
-    _, terms = _terms(prog, argnums)
-    keys = np.unique(np.concatenate([(r * n + c).reshape(-1) for _, _, r, c, _ in terms] or [np.zeros(0, np.int64)]))
-    return keys // n, keys % n, n
+    return _pattern(_terms(prog, argnums)[1], n) + (n,)
 
 
 def hessian(prog: Program, argnums, pattern) -> Program:
@@ -152,22 +164,191 @@ def hessian(prog: Program, argnums, pattern) -> Program:
     into the entries its points reach."""
     _, n = _offsets(prog, argnums)
     g, terms = _terms(prog, argnums)
+    return _values(prog, g, terms, pattern, n, "hess_nonzeros")
+
+
+# -- Jacobians ----------------------------------------------------------------------------------
+def _sweep(g, y, leaves, seed=None):
+    """{leaf: d y / d leaf} by one reverse sweep from node ``y`` (adjoint ``seed``, default 1)
+    that stops at ``leaves`` (derive.reverse's sums and products, so its bits)."""
+    order = g.cone([y])
+    act = active(g, order, leaves)
+    adj, out = defaultdict(list), {}
+    adj[y].append(g.const(1) if seed is None else seed)
+    for t in reversed(order):
+        terms = adj.pop(t, None)
+        if not terms or t not in act:
+            continue
+        a = g.sum(terms) if len(terms) <= CHAIN_MIN else g.chain(reversed(terms))
+        if a is None:
+            continue
+        if t in leaves or g.nodes[t][0] in LEAVES:
+            out[t] = a
+            continue
+        for s, p in partials(g, t).items():
+            if s in act:
+                adj[s].append(times(g, a, p))
+    return out
+
+
+def _seed(g, a, loops):
+    """(seed, coef) of a sweep over the body of a sum over ``loops`` whose adjoint is ``a``:
+    the adjoint as the seed (the products in the order of the element-by-element sweep, so
+    its bits), or, where it reads a sum over the same loops (sign(S) of abs(S)), as the
+    coefficient that scales the loop's scatter once the loop is done."""
+    if any(g.nodes[t][0] == "sum" and g.nodes[t][2] == loops for t in g.cone([a])):
+        return None, a
+    return a, None
+
+
+def _grid(loops):
+    """Each loop variable's value at every point of ``loops`` (C order)."""
+    if not loops:
+        return {}
+    return {v: x for (v, _), x in zip(loops, np.indices([e for _, e in loops]).reshape(len(loops), -1))}
+
+
+def _entries(prog, g):
+    """(node, loops, rows) of every entry of the results: rows an array over the points."""
+    out, row0 = [], 0
+    for o in prog.outputs:
+        if o.adds is not None:
+            if not o.stores:
+                return None
+            out += [(w, loops, row0 + _index(index, _grid(loops), prog.data)) for _, w, loops, index in o.adds]
+        elif o.loops:
+            tail, at = len(o.refs), _grid(o.loops)
+            flat = _index((0, tuple(zip([v for v, _ in o.loops],
+                                        np.cumprod([1] + [e for _, e in o.loops[:0:-1]])[::-1] * tail))), at, ())
+            out += [(r, o.loops, row0 + flat + k) for k, r in enumerate(o.refs)]
+        else:
+            out += [(r, (), np.array(row0 + k)) for k, r in enumerate(o.refs)]
+        row0 += o.size
+    return out
+
+
+def _jacobian_terms(prog, argnums):
+    return _memo(prog, argnums, _find_jacobian_terms)
+
+
+def _find_jacobian_terms(prog, argnums):
+    """(graph, [(coef, node, loops, rows, cols, None)]) of the Jacobian's terms, or None: an entry over
+    loops whose derivative passes through a sum, a sum's body reading a value of the arguments
+    computed outside its loop (the Hessian's conditions), a result scattered."""
+    g = Graph(prog)
+    entries = _entries(prog, g)
+    if entries is None:
+        return None
+    offsets, _ = _offsets(prog, argnums)
+    args = [w for w in arg_nodes(g, argnums) if w is not None]
+    col = {w: offsets[g.nodes[w][1]] + g.nodes[w][2] for w in args}
+    nodes, terms = g.nodes, []
+    is_read = lambda t: nodes[t][0] == "read" and nodes[t][1] == "a" and nodes[t][2] in offsets  # noqa: E731
+
+    def add(parts, loops, rows, coef=None):
+        at = _grid(loops) if loops else {}
+        for w, d in parts.items():
+            if w in col or is_read(w):
+                cols = _columns(g, w, col, offsets, at, prog.data)
+                r, c = np.broadcast_arrays(rows, cols)
+                terms.append((coef, d, loops, r, c, None))
+    for y, loops, rows in entries:
+        if y is None or nodes[y][0] == "const":
+            continue
+        cone = g.cone([y])
+        reads = {t for t in cone if is_read(t)}
+        sums = [t for t in cone if nodes[t][0] == "sum"]
+        act = active(g, cone, args + sorted(reads))
+        sums = [t for t in sums if t in act]
+        if sums and loops:
+            return None  # an entry per point times a sum's gradient: a dense block
+        parts = _sweep(g, y, set(args) | reads | set(sums))
+        add({w: d for w, d in parts.items() if nodes[w][0] != "sum"}, loops, rows)
+        for s in sums:
+            if s not in parts:
+                continue
+            inside, leaves = _region(g, s)
+            if any(t in act and t not in col for t in leaves):
+                return None
+            seed, coef = _seed(g, parts[s], nodes[s][2])
+            body_parts = _sweep(g, nodes[s][1], set(args) | {t for t in inside if is_read(t)}, seed=seed)
+            rows_s = np.broadcast_to(rows, (np.prod([e for _, e in nodes[s][2]], dtype=np.int64),))
+            add(body_parts, nodes[s][2], rows_s, coef)
+    return g, [_masked(g, prog, t) for t in terms]
+
+
+def jacobian_supported(prog: Program, argnums) -> bool:
+    """Whether the Jacobian of ``prog`` by ``argnums`` is taken in the loop form."""
+    return _jacobian_terms(prog, argnums) is not None
+
+
+def jacobian_pattern(prog: Program, argnums):
+    """(rows, cols): the Jacobian's structural non-zeros, in CSR order."""
+    _, n = _offsets(prog, argnums)
+    return _pattern(_jacobian_terms(prog, argnums)[1], n)
+
+
+def jacobian(prog: Program, argnums, pattern) -> Program:
+    """The values of ``pattern``'s entries (one result, ``jac_nonzeros``)."""
+    _, n = _offsets(prog, argnums)
+    g, terms = _jacobian_terms(prog, argnums)
+    return _values(prog, g, terms, pattern, n, "jac_nonzeros")
+
+
+# -- patterns and values --------------------------------------------------------------------------
+def _masked(g, prog, term):
+    """``term`` and the points where it is not 0 whatever the arguments (None: all of them): a
+    term that is a number of the data alone, or a product by one (derive.times guards it:
+    select(data != 0, v, 0)), is 0 where the data make it so, and its entry there is no
+    structural non-zero (as for the function traced element by element, whose data are numbers)."""
+    coef, e, loops, rows, cols, twice = term
+    n = g.nodes[e]
+    if not loops:
+        return term + (None,)
+    if g.data_only(e):
+        node, zero_if = e, 0
+    elif n[0] == "select" and g.data_only(n[1]) and (g.is_zero(n[2]) or g.is_zero(n[3])):
+        node, zero_if = n[1], 0 if g.is_zero(n[3]) else 1
+    else:
+        return term + (None,)
+    p = g.program([("m", tuple(x for _, x in loops), [node], loops)])
+    v = evaluate(p, *[np.zeros(a.shape) for a in p.args])[0].reshape(-1)
+    keep = (v != 0) if zero_if == 0 else (v == 0)
+    return term + (None if keep.all() else keep,)
+
+
+def _pattern(terms, n):
+    keys = [(r * n + c).reshape(-1) if keep is None else (r * n + c).reshape(-1)[keep]
+            for _, _, _, r, c, _, keep in terms]
+    keys = np.unique(np.concatenate(keys or [np.zeros(0, np.int64)]))
+    return keys // n, keys % n
+
+
+def _values(prog, g, terms, pattern, n, name):
+    """One result of ``pattern``'s values: each term's weight added at its entries' positions
+    (index arrays, data of the kernel after the program's own)."""
     keys = pattern.rows * n + pattern.cols
     data, adds = list(prog.data), []
+
     def add_data(arr):
         arr.setflags(write=False)
         data.append(arr)
         return len(data) - 1
-    for e, loops, rows, cols, twice in terms:
+    for coef, e, loops, rows, cols, twice, keep in terms:
         where = np.searchsorted(keys, (rows * n + cols).reshape(-1))
+        if keep is not None:  # its zeros added to an entry it reaches elsewhere (x + 0 is x)
+            if not keep.any():
+                continue
+            where[~keep] = where[keep][0]
+        coef = g.const(1) if coef is None else coef
         if not loops:
-            adds.append((g.const(1), e, (), (int(where[0]), ())))
+            adds.append((coef, e, (), (int(where[0]), ())))
             continue
         strides = np.cumprod([1] + [x for _, x in loops[:0:-1]])[::-1]  # C order
         point = (0, tuple((v, int(k)) for (v, _), k in zip(loops, strides)))
         if twice is not None:  # 2 at those points, 1 elsewhere (exact products)
             e = g.mul(e, g.node("read", "d", add_data(np.where(twice.reshape(-1), 2.0, 1.0)), point))
         index = (0, ((("g", add_data(where.astype(np.int64)), point), 1),))  # where[point]
-        adds.append((g.const(1), e, loops, index))
-    result = g.program([("hess_nonzeros", (pattern.nnz,), [], (), adds)])
+        adds.append((coef, e, loops, index))
+    result = g.program([(name, (pattern.nnz,), [], (), adds)])
     return replace(result, data=tuple(data))

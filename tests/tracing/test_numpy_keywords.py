@@ -153,6 +153,10 @@ LARGE = {
     "expand_dims": ((600,), lambda x: ((x, 1), {})),
     "real": ((600,), lambda x: ((x,), {})),
     "imag": ((600,), lambda x: ((x,), {})),
+    "concatenate": ((20, 30), lambda x: (([x, x * 2.0], 1, None), {})),
+    "hstack": ((600,), lambda x: (([x, np.sin(x)],), {})),
+    "vstack": ((600,), lambda x: (([x, np.sin(x)],), {})),
+    "append": ((600,), lambda x: ((x, x * 2.0, None), {})),
 }
 SPECIAL = {
     "logsumexp": ((2, 3), lambda x: ((x, 1, C3, True, True), {})),

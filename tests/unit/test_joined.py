@@ -68,3 +68,17 @@ def test_joining_checks_shapes_as_numpy_does():
         trace(lambda x: np.sum(np.concatenate([x, x], axis=1)), [(N,)], loop_min=LOOP)
     with pytest.raises(ValueError, match="zero-dimensional"):
         trace(lambda x: np.sum(np.concatenate([x, x[0]])), [(N,)], loop_min=LOOP)
+
+
+def test_a_joined_result_is_written_part_by_part_with_the_signs_of_its_zeros():
+    def f(x):  # a large part, a small one, numbers, a negative zero, a part joined along axis 1
+        a = np.concatenate([x.reshape(200, 6), -0.0 * x.reshape(200, 6)[:, :2]], axis=1)
+        return np.concatenate([x[1:] - x[:-1] ** 2, np.array([x[0], -0.0, 2.5]), a[:, 7], a.T[2], np.sin(x[:50])])
+    prog = trace(f, [(N,)], loop_min=LOOP)
+    out = prog.outputs[0]
+    assert out.stores and out.adds and any(loops for _, _, loops, _ in out.adds)
+    x = np.random.default_rng(3).standard_normal(N)
+    got, want = evaluate(prog, x)[0], f(x)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+    assert "] = " in str(prog)  # stores print as assignments

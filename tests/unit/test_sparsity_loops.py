@@ -77,3 +77,53 @@ def test_the_symbolic_work_does_not_grow_with_the_arrays():
 def test_what_the_loop_form_cannot_take_exactly_is_refused(f):
     prog = trace(f, [(300,)], loop_min=LOOP)
     assert prog.has_loops and not sparsity_loops.supported(prog, (0,))
+
+
+def constraints(n):
+    def g(x):  # differences, products of two reads, a norm (a sum: its gradient a row), a small part
+        return np.concatenate([x[1:] - x[:-1] ** 2, np.sin(x[::2] * x[1::2]) * x[:n // 2],
+                               [np.sum(x ** 2) - 1.0, x[0] * x[-1]]])
+    return g, [(n,)]
+
+
+def test_a_jacobian_of_loops_equals_the_unrolled_one():
+    f, shapes = constraints(400)
+    prog, flat = trace(f, shapes, loop_min=LOOP), trace(f, shapes)
+    assert sparsity_loops.jacobian_supported(prog, (0,))
+    p, q = sparsity.jacobian_pattern(prog, (0,)), sparsity.jacobian_pattern(flat, (0,))
+    np.testing.assert_array_equal(p.rows, q.rows)
+    np.testing.assert_array_equal(p.cols, q.cols)
+    x = np.random.default_rng(4).standard_normal(400)
+    got = evaluate(sparsity.jacobian(prog, (0,), p), x)[0]
+    want = evaluate(sparsity.jacobian(flat, (0,), q), x)[0]
+    np.testing.assert_array_equal(got, want)  # each entry one term, the sweep's products in its order
+    h = sparsity.jacobian(prog, (0,), p)
+    assert h.count_ops() < 60 and len(h.data) == 6  # one index array a term over loops
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: np.abs(np.sum(x ** 3) - 10.0) + np.sum(x[1:] * x[:-1]),  # the adjoint sign(S) reads the sum
+    lambda x: np.maximum(np.sum(np.concatenate([x ** 2, np.sin(x)])) - 1.0, 0.0),
+])
+def test_an_adjoint_that_reads_its_own_sum_scales_the_loop_after_it(f):
+    prog, flat = trace(f, [(300,)], loop_min=LOOP), trace(f, [(300,)])
+    assert sparsity_loops.supported(prog, (0,))
+    x = np.random.default_rng(6).standard_normal(300) + 0.5
+    p, q = sparsity.hessian_pattern(prog, (0,)), sparsity.hessian_pattern(flat, (0,))
+    got = evaluate(sparsity.hessian(prog, (0,), p), x)[0]
+    want = evaluate(sparsity.hessian(flat, (0,), q), x)[0]
+    np.testing.assert_allclose(got, want, rtol=1e-14, atol=1e-14 * np.abs(want).max())
+    prog = trace(lambda x: np.concatenate([np.sqrt(np.sum(x ** 2)) * x, x[:2]]), [(300,)], loop_min=LOOP)
+    assert not sparsity_loops.jacobian_supported(prog, (0,))  # entries over loops through a sum: a dense block
+
+
+def test_a_zero_of_the_data_is_no_structural_non_zero():
+    w = np.arange(25.0) % 4  # a coefficient 0 at every fourth column
+    f = lambda x: np.sum(x.reshape(16, 25) ** 2 * w) + np.sum(np.sin(x) * np.repeat(w, 16))  # noqa: E731
+    prog, flat = trace(f, [(400,)], loop_min=LOOP), trace(f, [(400,)])
+    x = np.random.default_rng(7).standard_normal(400)
+    p, q = sparsity.hessian_pattern(prog, (0,)), sparsity.hessian_pattern(flat, (0,))
+    assert p.nnz == q.nnz < 400
+    np.testing.assert_array_equal(p.cols, q.cols)
+    np.testing.assert_array_equal(evaluate(sparsity.hessian(prog, (0,), p), x)[0],
+                                  evaluate(sparsity.hessian(flat, (0,), q), x)[0])
