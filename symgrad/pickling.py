@@ -18,6 +18,9 @@ def reduce(fn):
                         f"instance (pickle obj.{fn.py_name}, not the class attribute)")
     state = {"name": fn.py_name, "dtype": str(fn.dtype), "args": fn.args, "options": fn.options,
              "steps": fn._steps, "structure": fn._structure, "program": fn.traced}
+    loops = fn._source.program(fn.name)
+    if loops is not fn.traced:  # its arrays kept as loops, which its sparse form takes (sparsity_loops.py)
+        state["loops_program"] = loops
     runs = fn._runs()
     if runs._kernel is not None:
         state["kernel"] = (runs._kernel_bits, runs._kernel)
@@ -58,6 +61,11 @@ def restore(fmt, version, digest, state, function, source):
             runs._kernel, runs._kernel_bits = kernel, bits
     if isinstance(state.get("library"), dict):
         f._shipped = state["library"]
+    from .transforms.kinds import kind
+    if "loops_program" in state and f._steps and kind(f._steps[-1][0]).sparse:  # its sparse form of the loops
+        f._derived["sparse"] = function(state["name"], source(program=state["loops_program"]), state["dtype"],
+                                        args=state["args"], options=state["options"], steps=state["steps"],
+                                        structure=state["structure"])._sparse()
     if isinstance(state.get("sparse_library"), dict):
         f._sparse()._shipped = state["sparse_library"]
     return f

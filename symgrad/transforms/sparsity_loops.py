@@ -17,8 +17,10 @@ Taken only where this is exact: y linear in each sum with coefficients free of t
 each body reading the arguments only by entry (no value of them computed outside its loop),
 no entry over loops whose derivative passes through a sum (a dense block). Else ``supported``
 / ``jacobian_supported`` say no and the function is traced element by element. Values equal
-the element-by-element kernel's where each entry is one term and the same maths functions
-run (libm's scalar ones and libmvec's vector ones can differ in the last bit)."""
+the element-by-element kernel's to rounding: the same operations, but that trace folds the
+data's numbers into constants (3 * D[i] one number), several points' terms of one entry add
+in loop order, an adjoint that reads a sum scales a loop's terms after it, and libm's scalar
+functions and libmvec's vector ones can differ in the last bit."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -30,7 +32,7 @@ from collections import defaultdict
 from ..ir.evaluate import evaluate
 from ..ir.graph import LEAVES, Graph
 from ..program import Program
-from .derive import CHAIN_MIN, active, arg_nodes, partials, times
+from .derive import CHAIN_MIN, _guarded, active, arg_nodes, partials, times
 from .hessian import edge_push
 
 
@@ -192,11 +194,11 @@ def _sweep(g, y, leaves, seed=None):
 
 
 def _seed(g, a, loops):
-    """(seed, coef) of a sweep over the body of a sum over ``loops`` whose adjoint is ``a``:
-    the adjoint as the seed (the products in the order of the element-by-element sweep, so
-    its bits), or, where it reads a sum over the same loops (sign(S) of abs(S)), as the
-    coefficient that scales the loop's scatter once the loop is done."""
-    if any(g.nodes[t][0] == "sum" and g.nodes[t][2] == loops for t in g.cone([a])):
+    """(seed, coef) of a sweep over the body of a sum whose adjoint is ``a``: the adjoint as
+    the seed (the products in the order of the element-by-element sweep, so its bits), or,
+    where it reads a sum (sign(S) of abs(S); S2 of S1 * S2, whose loop reads S1 in turn), as
+    the coefficient that scales the loop's scatter once every loop is done."""
+    if any(g.nodes[t][0] == "sum" for t in g.cone([a])):
         return None, a
     return a, None
 
@@ -302,19 +304,29 @@ def _masked(g, prog, term):
     select(data != 0, v, 0)), is 0 where the data make it so, and its entry there is no
     structural non-zero (as for the function traced element by element, whose data are numbers)."""
     coef, e, loops, rows, cols, twice = term
-    n = g.nodes[e]
     if not loops:
         return term + (None,)
-    if g.data_only(e):
-        node, zero_if = e, 0
-    elif n[0] == "select" and g.data_only(n[1]) and (g.is_zero(n[2]) or g.is_zero(n[3])):
-        node, zero_if = n[1], 0 if g.is_zero(n[3]) else 1
-    else:
+    guard = None if g.data_only(e) else _guarded(g, e)  # e = select(C, v, 0): 0 where C fails
+    node = e if g.data_only(e) else _data_part(g, guard[0]) if guard is not None else None
+    if node is None:
         return term + (None,)
     p = g.program([("m", tuple(x for _, x in loops), [node], loops)])
-    v = evaluate(p, *[np.zeros(a.shape) for a in p.args])[0].reshape(-1)
-    keep = (v != 0) if zero_if == 0 else (v == 0)
+    keep = evaluate(p, *[np.zeros(a.shape) for a in p.args])[0].reshape(-1) != 0
     return term + (None if keep.all() else keep,)
+
+
+def _data_part(g, c):
+    """A condition of the data alone that condition node ``c`` implies (None: none found):
+    and(data != 0, x < 0.3) implies data != 0; an or implies the or of its sides' parts."""
+    if g.data_only(c):
+        return c
+    n = g.nodes[c]
+    if n[0] not in ("and", "or"):
+        return None
+    a, b = _data_part(g, n[1]), _data_part(g, n[2])
+    if n[0] == "and":
+        return a if b is None else b if a is None else g.node("and", a, b)
+    return None if a is None or b is None else g.node("or", a, b)
 
 
 def _pattern(terms, n):

@@ -207,3 +207,17 @@ def test_a_hessian_of_loops_is_taken_as_loops_and_equals_the_unrolled_one():
     got, want = S(x, lam), T(x, lam)
     np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13 * np.abs(want).max())
     np.testing.assert_array_equal(S(x[1], lam[1]), got[1])
+
+
+@pytest.mark.parametrize("f, kind", [
+    (lambda x: np.concatenate([x[1:] - x[:-1], [np.sum(x) * np.sum(x ** 2)]]), "jacobian"),  # adjoints: the other sum
+    (lambda x: np.where(np.sum(np.sin(x)) > 0, np.sum(x ** 2), -np.sum(x ** 2))
+     + np.abs(np.sum(np.sin(x))) * 2.0, "hessian"),  # linear in two sums, each adjoint reads the other
+])
+def test_loops_whose_scatters_read_other_loops_sums_compile_and_equal_the_unrolled_kernel(f, kind):
+    n = 300
+    F, U = symgrad.compile(f, [(n,)]), symgrad.compile(f, [(n,)], options=symgrad.Options(loop_min_size=0))
+    x = np.random.default_rng(11).standard_normal(n)
+    got, want = getattr(F, kind)(x, sparse=True).toarray(), getattr(U, kind)(x)
+    assert getattr(F, kind)._sparse().loops
+    np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13 * np.abs(want).max())

@@ -232,11 +232,18 @@ SPARSE_LOADER = """
 """
 
 
-def test_a_sparse_jacobian_travels_with_its_kernel_to_a_worker_without_compiler(tmp_path):
+SPARSE_MAKER_LOOPS = SPARSE_MAKER.replace(
+    "return np.array([x[0] * x[1], np.sin(x[2]), x[0] ** 3])",  # arrays kept as loops, the sparse form too
+    "return np.concatenate([x[1:] - x[:-1] ** 2, np.sin(x[::2] * x[1::2]), [x[0] * x[-1]]])").replace(
+    "shapes=[(3,)]", "shapes=[(300,)]").replace("x = np.array([0.3, 0.7, -1.2])", "x = np.linspace(-1, 1, 300)")
+
+
+@pytest.mark.parametrize("maker, nnz", [(SPARSE_MAKER, 4), (SPARSE_MAKER_LOOPS, 2 * 299 + 300 + 2)])
+def test_a_sparse_jacobian_travels_with_its_kernel_to_a_worker_without_compiler(tmp_path, maker, nnz):
     made, loader = tmp_path / "maker", tmp_path / "loader"
     made.mkdir()
     loader.mkdir()
-    run_python(SPARSE_MAKER, made, tmp_path / "j.pkl", SYMGRAD_CACHE_DIR=tmp_path / "cache")
+    run_python(maker, made, tmp_path / "j.pkl", SYMGRAD_CACHE_DIR=tmp_path / "cache")
     r = run_python(SPARSE_LOADER, loader, tmp_path / "j.pkl", SYMGRAD_CACHE_DIR=tmp_path / "other-cache",
                    CC="no-such-cc-symgrad")
-    assert r.lines == ["4 True"]
+    assert r.lines == [f"{nnz} True"]

@@ -127,3 +127,38 @@ def test_a_zero_of_the_data_is_no_structural_non_zero():
     np.testing.assert_array_equal(p.cols, q.cols)
     np.testing.assert_array_equal(evaluate(sparsity.hessian(prog, (0,), p), x)[0],
                                   evaluate(sparsity.hessian(flat, (0,), q), x)[0])
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: np.sum(x) * np.sum(x ** 2),  # each sum's adjoint is the other sum
+    lambda x: np.sum(x ** 2) / np.sum(np.exp(x)),
+])
+def test_sums_whose_adjoints_read_each_other(f):
+    for make, kind in ((sparsity.jacobian_pattern, sparsity.jacobian), (sparsity.hessian_pattern, sparsity.hessian)):
+        prog, flat = trace(f, [(300,)], loop_min=LOOP), trace(f, [(300,)])
+        x = np.random.default_rng(8).standard_normal(300)
+        if kind is sparsity.hessian and not sparsity_loops.supported(prog, (0,)):
+            continue  # (nonlinear in a sum: taken unrolled)
+        p, q = make(prog, (0,)), make(flat, (0,))
+        got, want = evaluate(kind(prog, (0,), p), x)[0], evaluate(kind(flat, (0,), q), x)[0]
+        np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13 * np.abs(want).max())
+
+
+def test_linear_in_two_sums_each_read_by_the_others_adjoint():
+    def f(x):
+        s1, s2 = np.sum(x ** 2), np.sum(np.sin(x))
+        return np.where(s2 > 0, s1, -s1) + np.where(s1 > 0, s2, -s2)
+    prog, flat = trace(f, [(300,)], loop_min=LOOP), trace(f, [(300,)])
+    assert sparsity_loops.supported(prog, (0,))
+    x = np.random.default_rng(9).standard_normal(300)
+    p, q = sparsity.hessian_pattern(prog, (0,)), sparsity.hessian_pattern(flat, (0,))
+    np.testing.assert_allclose(evaluate(sparsity.hessian(prog, (0,), p), x)[0],
+                               evaluate(sparsity.hessian(flat, (0,), q), x)[0], rtol=1e-13, atol=1e-15)
+
+
+def test_a_data_zero_under_a_branch_is_no_structural_non_zero():
+    d = np.where(np.arange(300) % 7 == 0, 0.0, np.linspace(0.5, 1.5, 300))
+    f = lambda x: np.concatenate([np.where(x < 0.3, np.sin(x), -x) * d, x[:2]])  # noqa: E731
+    prog, flat = trace(f, [(300,)], loop_min=LOOP), trace(f, [(300,)])
+    p, q = sparsity.jacobian_pattern(prog, (0,)), sparsity.jacobian_pattern(flat, (0,))
+    assert p.nnz == q.nnz < 300
