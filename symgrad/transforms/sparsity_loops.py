@@ -29,6 +29,7 @@ import numpy as np
 
 from collections import defaultdict
 
+from ..errors import CompileError
 from ..ir.evaluate import evaluate
 from ..ir.graph import LEAVES, Graph
 from ..program import Program
@@ -72,6 +73,13 @@ def _memo(prog, argnums, find):
     if key not in memo:
         memo[key] = find(prog, key[1])
     return memo[key]
+
+
+def _taken(found):
+    if found is None:
+        raise CompileError("a sparse derivative of loops that the loop form does not take (a bug in symgrad: "
+                           "transforms/kinds.py should have traced the function element by element)")
+    return found
 
 
 def _terms(prog, argnums):
@@ -158,14 +166,14 @@ def supported(prog: Program, argnums) -> bool:
 def hessian_pattern(prog: Program, argnums):
     """(rows, cols, n): the lower triangle's entries of the n x n Hessian, in CSR order."""
     _, n = _offsets(prog, argnums)
-    return _pattern(_terms(prog, argnums)[1], n) + (n,)
+    return _pattern(_taken(_terms(prog, argnums))[1], n) + (n,)
 
 
 def hessian(prog: Program, argnums, pattern) -> Program:
     """The values of ``pattern``'s entries (one result, ``hess_nonzeros``): each term scattered
     into the entries its points reach."""
     _, n = _offsets(prog, argnums)
-    g, terms = _terms(prog, argnums)
+    g, terms = _taken(_terms(prog, argnums))
     return _values(prog, g, terms, pattern, n, "hess_nonzeros")
 
 
@@ -287,13 +295,13 @@ def jacobian_supported(prog: Program, argnums) -> bool:
 def jacobian_pattern(prog: Program, argnums):
     """(rows, cols): the Jacobian's structural non-zeros, in CSR order."""
     _, n = _offsets(prog, argnums)
-    return _pattern(_jacobian_terms(prog, argnums)[1], n)
+    return _pattern(_taken(_jacobian_terms(prog, argnums))[1], n)
 
 
 def jacobian(prog: Program, argnums, pattern) -> Program:
     """The values of ``pattern``'s entries (one result, ``jac_nonzeros``)."""
     _, n = _offsets(prog, argnums)
-    g, terms = _jacobian_terms(prog, argnums)
+    g, terms = _taken(_jacobian_terms(prog, argnums))
     return _values(prog, g, terms, pattern, n, "jac_nonzeros")
 
 

@@ -39,3 +39,14 @@ def test_collocation_solved_by_ipopt():
     import collocation
     r = collocation.main([])
     assert r["status"] == 0 and r["objective"] == pytest.approx(12.2577983235, rel=1e-8)
+
+
+def test_collocation_at_scale_is_loops_throughout(caplog):
+    """600 nodes: constraints, their sparse Jacobian and the Lagrangian's sparse Hessian all
+    stay loops (no warning of a trace element by element), with the band patterns."""
+    import logging
+    import collocation
+    with caplog.at_level(logging.WARNING, logger="symgrad.progress"):
+        r = collocation.main(["--nodes", "600"])
+    assert not [m for m in caplog.messages if "element by element" in m]
+    assert r["nnz_jacobian"] == 7 * 599 + 4 and r["nnz_hessian"] == 2 * 600 - 1

@@ -6,7 +6,7 @@ import pytest
 
 from symgrad.ir.evaluate import evaluate
 from symgrad.tracing import trace
-from symgrad.transforms import sparsity, sparsity_loops
+from symgrad.transforms import derive, hessian, sparsity, sparsity_loops
 
 LOOP = 128  # Options.loop_min_size's default
 
@@ -162,3 +162,66 @@ def test_a_data_zero_under_a_branch_is_no_structural_non_zero():
     prog, flat = trace(f, [(300,)], loop_min=LOOP), trace(f, [(300,)])
     p, q = sparsity.jacobian_pattern(prog, (0,)), sparsity.jacobian_pattern(flat, (0,))
     assert p.nnz == q.nnz < 300
+
+
+N_FUZZ, LOOP_FUZZ = 64, 16  # small arrays kept as loops from 16 entries: the unrolled references stay quick
+D_FUZZ = np.where(np.arange(N_FUZZ) % 5 == 0, 0.0, np.linspace(0.5, 1.5, N_FUZZ))
+PIECES = [  # pieces of a constraint vector over x of N_FUZZ entries, as array code writes them
+    lambda x: x[1:] - x[:-1] ** 2,
+    lambda x: np.sin(x[::2] * x[1::2]),
+    lambda x: x ** 3 * D_FUZZ,
+    lambda x: np.exp(-x[10:50]) * x[:40],
+    lambda x: np.where(x > 0.2, x * x[::-1], np.tanh(x)),
+    lambda x: np.array([x[0] * x[-1], x[5] ** 2]),
+    lambda x: (x[2:] - 2 * x[1:-1] + x[:-2]) / 0.1 + np.cos(x[1:-1]),
+    lambda x: x[::-1][:30] * x[20:50],
+]
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_random_joined_constraints_have_the_unrolled_patterns_and_values(seed):
+    """Constraint vectors joined from random pieces, and Lagrangians of them: the loop form's
+    patterns are the unrolled trace's (which hold every non-zero of the dense derivative at
+    random points), its values the unrolled sparse kernel's (to rounding)."""
+    rng = np.random.default_rng(seed)
+    picks = rng.choice(len(PIECES), size=rng.integers(2, 5), replace=False)
+
+    def g(x):
+        return np.concatenate([PIECES[k](x) for k in picks])
+    m = sum(PIECES[k](np.ones(N_FUZZ)).size for k in picks)
+
+    def lag(x, lam):
+        return np.dot(lam, g(x)) + 0.5 * np.sum(g(x)[:20] * x[:20])
+    x, lam = rng.standard_normal(N_FUZZ), rng.standard_normal(m)
+    for f, shapes, args, pat, build, dense in (
+            (g, [(N_FUZZ,)], (x,), sparsity.jacobian_pattern, sparsity.jacobian, lambda p: derive.jacobian(p, (0,))),
+            (lag, [(N_FUZZ,), (m,)], (x, lam), sparsity.hessian_pattern, sparsity.hessian,
+             lambda p: hessian.hessian(p, (0,)))):
+        prog, flat = trace(f, shapes, loop_min=LOOP_FUZZ), trace(f, shapes)
+        assert prog.has_loops
+        p, q = pat(prog, (0,)), pat(flat, (0,))
+        np.testing.assert_array_equal(p.rows, q.rows)
+        np.testing.assert_array_equal(p.cols, q.cols)
+        d = np.asarray(evaluate(dense(flat), *args)[0]).reshape(p.shape)
+        inside = np.zeros(p.shape, bool)
+        inside[p.rows, p.cols] = True
+        assert not ((np.tril(d) if f is lag else d) != 0)[~inside].any()
+        a, b = evaluate(build(prog, (0,), p), *args)[0], evaluate(build(flat, (0,), q), *args)[0]
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12 * np.abs(b).max(initial=0))
+
+
+def test_the_collocation_constraints_jacobian_equals_the_unrolled_one():
+    h, G = 10.0 / 299, 9.81
+
+    def constraints(free):
+        th, om, T = free[:300], free[300:600], free[600:]
+        return np.concatenate([(th[1:] - th[:-1]) / h - om[1:], (om[1:] - om[:-1]) / h + G * np.sin(th[1:]) - T[1:],
+                               np.array([th[0], th[-1] - np.pi, om[0], om[-1]])])
+    prog, flat = trace(constraints, [(900,)], loop_min=LOOP), trace(constraints, [(900,)])
+    assert prog.outputs[0].stores
+    p, q = sparsity.jacobian_pattern(prog, (0,)), sparsity.jacobian_pattern(flat, (0,))
+    assert p.nnz == q.nnz == 7 * 299 + 4
+    np.testing.assert_array_equal(p.cols, q.cols)
+    x = np.random.default_rng(12).standard_normal(900)
+    np.testing.assert_array_equal(evaluate(sparsity.jacobian(prog, (0,), p), x)[0],
+                                  evaluate(sparsity.jacobian(flat, (0,), q), x)[0])
