@@ -211,10 +211,12 @@ def _argument_of(n):
 CHAIN_MIN = 8  # adjoints of more terms than this are one running sum (reverse)
 
 
-def reverse(g, y, wrt, scatter=None):
+def reverse(g, y, wrt, scatter=None, seed=None, stop=()):
     """d y / d w for each node w of ``wrt`` (None: 0), by one reverse sweep from node ``y``.
     ``scatter``: {argument: []} of arguments the loops read, each list given the
-    (coef, weight, loops, index) terms of its gradient (program.Output.adds)."""
+    (coef, weight, loops, index) terms of its gradient (program.Output.adds). ``seed``: y's
+    adjoint (a node; default 1); ``stop``: nodes of ``wrt`` taken as leaves whatever their op
+    (a loop's reads, a sum: transforms/sparsity_loops.py)."""
     if y is None:
         return [None] * len(wrt)
     order = g.cone([y])
@@ -223,7 +225,7 @@ def reverse(g, y, wrt, scatter=None):
         seeds += [i for i in order if _argument_of(g.nodes[i]) in scatter]
     act = active(g, order, seeds)
     adj = defaultdict(list)
-    adj[y].append(g.const(1))
+    adj[y].append(g.const(1) if seed is None else seed)
     done = {}
     for t in reversed(order):
         terms = adj.pop(t, None)
@@ -236,6 +238,9 @@ def reverse(g, y, wrt, scatter=None):
         if a is None:
             continue
         n = g.nodes[t]
+        if t in stop:
+            done[t] = a
+            continue
         if n[0] == "arg":
             if scatter and n[1] in scatter:
                 scatter[n[1]].append((a, g.const(1), (), (n[2], ())))

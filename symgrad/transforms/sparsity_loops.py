@@ -27,13 +27,11 @@ from dataclasses import replace
 
 import numpy as np
 
-from collections import defaultdict
-
 from ..errors import CompileError
 from ..ir.evaluate import evaluate
 from ..ir.graph import LEAVES, Graph
 from ..program import Program
-from .derive import CHAIN_MIN, _guarded, active, arg_nodes, partials, times
+from .derive import _guarded, active, arg_nodes, reverse
 from .hessian import edge_push
 
 
@@ -180,25 +178,9 @@ def hessian(prog: Program, argnums, pattern) -> Program:
 # -- Jacobians ----------------------------------------------------------------------------------
 def _sweep(g, y, leaves, seed=None):
     """{leaf: d y / d leaf} by one reverse sweep from node ``y`` (adjoint ``seed``, default 1)
-    that stops at ``leaves`` (derive.reverse's sums and products, so its bits)."""
-    order = g.cone([y])
-    act = active(g, order, leaves)
-    adj, out = defaultdict(list), {}
-    adj[y].append(g.const(1) if seed is None else seed)
-    for t in reversed(order):
-        terms = adj.pop(t, None)
-        if not terms or t not in act:
-            continue
-        a = g.sum(terms) if len(terms) <= CHAIN_MIN else g.chain(reversed(terms))
-        if a is None:
-            continue
-        if t in leaves or g.nodes[t][0] in LEAVES:
-            out[t] = a
-            continue
-        for s, p in partials(g, t).items():
-            if s in act:
-                adj[s].append(times(g, a, p))
-    return out
+    that stops at ``leaves`` (derive.reverse: its sums and products, so its bits)."""
+    wrt = sorted(leaves)
+    return {w: d for w, d in zip(wrt, reverse(g, y, wrt, seed=seed, stop=leaves)) if d is not None}
 
 
 def _seed(g, a, loops):
