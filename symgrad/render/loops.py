@@ -4,8 +4,9 @@ and scatter results: program.py), printed from the IR through the op table (c.Pr
 Per point: the straight-line code of what does not vary with any loop, each group of sums
 over the same loops computed by one loop (all their accumulators, and the scatters of a
 gradient by an argument the loops read) as soon as what it reads is known, then map results
-and the parts of joined results by loops over their entries. The innermost loop runs in SIMD blocks of W lanes with an
-accumulator per lane; the outermost loop is cut into CHUNKS fixed pieces, summed in order
+and the parts of joined results by loops over their entries. The innermost loop runs in
+SIMD blocks of W lanes with an accumulator per lane; the outermost loop is cut into CHUNKS
+fixed pieces, summed in order
 afterwards, so a result never depends on the thread count (a single point runs its pieces on
 the thread team). Data arrays are read through pointers set once per process (``K_set_data``):
 the C never holds the data."""
@@ -297,7 +298,8 @@ def render_loops(prog, name, target, options, title=None) -> Kernel:
             lines += [f"{ind}{c}[{index_c(index)}] = {em.p(w)};" for _, w, loops, index in o.adds if not loops]
             for loops in dict.fromkeys(loops for _, _, loops, _ in o.adds if loops):
                 g = em.groups[loops]
-                lines += _write_loop(em, g, [(f"{c}[{index_c(index)}]", w) for rr, w, index in g.stores if rr == r], ind)
+                lines += _write_loop(em, g, [(f"{c}[{index_c(index)}]", w) for rr, w, index in g.stores if rr == r],
+                                     ind, f"{c}: ")
         elif o.adds is not None:
             lines.append(f"{ind}for (int64_t sg_j = 0; sg_j < {o.size}; ++sg_j) {c}[sg_j] = 0;")
             for coef, w, loops, index in o.adds:
@@ -330,12 +332,9 @@ def _sum_loop(em, g, ind):
     inner_v = g.loops[-1][0]
     how = [innermost(index, inner_v) for _, _, index in scat]
     direct = [(b, index) for (b, _, index), h in zip(scat, how) if h == "direct"]
-    apart = "gather" not in how and lanes_apart([x for _, x in direct], [b for b, _ in direct], inner_v)
+    simd = "gather" not in how and lanes_apart([x for _, x in direct], [b for b, _ in direct], inner_v)
     lanes = [k for k, h in enumerate(how) if h == "none"]
     nl = len(lanes)
-    # lanes that may write one entry (gathers, x[j] and x[j+1]): the weights are computed as
-    # vectors all the same (the maths functions as in every other loop), then added one by one
-    later = [] if apart else [k for k, h in enumerate(how) if h != "none"]
     total = math.prod(e for _, e in g.loops)
     lines = [f"{ind}/* loop {n}: {', '.join(f'sg_i{v} < {e}' for v, e in g.loops)} */"]
     for b, (r, _) in enumerate(g.buffers):
@@ -362,12 +361,11 @@ def _sum_loop(em, g, ind):
     lines += opened
     if nl:
         lines.append(f"{i4}{M} sg_lacc[{nl * W}] = {{0}};")
-    if later:
-        lines.append(f"{i4}{M} sg_wv[{len(later) * W}];")
     i5 = i4 + "    "
     lines += [f"{i4}for (int64_t sg_jb = {lo}; sg_jb < {hi}; sg_jb += {W}) {{",
               f"{i5}const int sg_w = {hi} - sg_jb < {W} ? (int)({hi} - sg_jb) : {W};"]
-    lines.append(f"{i5}{em.simd}")
+    if simd:
+        lines.append(f"{i5}{em.simd}")
     i6 = i5 + "    "
     lines.append(f"{i5}for (int sg_l = 0; sg_l < sg_w; ++sg_l) {{")
     lines.append(f"{i6}const int64_t sg_i{v} = sg_jb + sg_l;")
@@ -376,16 +374,9 @@ def _sum_loop(em, g, ind):
     for k, ((b, w, index), h) in enumerate(zip(scat, how)):
         if h == "none":
             lines.append(f"{i6}sg_lacc[{lanes.index(k) * W} + sg_l] += {em.p(w)};")
-        elif k in later:
-            lines.append(f"{i6}sg_wv[{later.index(k) * W} + sg_l] = {em.p(w)};")
         else:
             lines.append(f"{i6}sg_Sc{b}[{index_c(index)}] += {em.p(w)};")
-    lines.append(f"{i5}}}")
-    if later:
-        lines += [f"{i5}for (int sg_l = 0; sg_l < sg_w; ++sg_l) {{", f"{i6}const int64_t sg_i{v} = sg_jb + sg_l;"]
-        lines += [f"{i6}sg_Sc{scat[k][0]}[{index_c(scat[k][2])}] += sg_wv[{m * W} + sg_l];" for m, k in enumerate(later)]
-        lines.append(f"{i5}}}")
-    lines.append(f"{i4}}}")
+    lines += [f"{i5}}}", f"{i4}}}"]
     for m, k in enumerate(lanes):
         b, _, index = scat[k]
         lines.append(f"{i4}{{ {M} sg_z = 0; for (int sg_l = 0; sg_l < {W}; ++sg_l) sg_z += sg_lacc[{m * W} + sg_l]; "
@@ -414,15 +405,15 @@ def _map_loop(em, g, r, c, ind):
         strides.insert(0, s)
         s *= e
     flat = " + ".join(f"{st}*sg_i{v}" for (v, _), st in zip(o.loops, strides))
-    return _write_loop(em, g, [(f"{c}[({flat}) + {k}]", x) for k, x in enumerate(o.refs)], ind)
+    return _write_loop(em, g, [(f"{c}[({flat}) + {k}]", x) for k, x in enumerate(o.refs)], ind, f"{c}: ")
 
 
-def _write_loop(em, g, writes, ind):
+def _write_loop(em, g, writes, ind, label=""):
     """One loop nest over a group's variables, SIMD innermost, writing each (C lvalue, node)
     of ``writes`` at every point (entries no two points share)."""
     total = math.prod(e for _, e in g.loops)
     i2 = ind + "    "
-    lines = [f"{ind}/* {', '.join(f'sg_i{v} < {e}' for v, e in g.loops)} */",
+    lines = [f"{ind}/* {label}{', '.join(f'sg_i{v} < {e}' for v, e in g.loops)} */",
              *_parallel(total, ind), f"{ind}for (int64_t sg_c = 0; sg_c < {CHUNKS}; ++sg_c) {{"]
     if len(g.loops) == 1:
         v, e = g.loops[0]
