@@ -81,11 +81,11 @@ def _taken(found):
 
 
 def _terms(prog, argnums):
-    """(graph, [(coef, node, loops, rows, cols, twice)]) of every term of the lower triangle's
-    Hessian (coef * node; coef None: 1), rows and cols arrays over the loop's points (C order
-    of ``loops``), ``twice`` where two
-    leaves of a term are one entry (x[i] and x[0] at i = 0; else None), or None where the loop form
-    is not exact (see the module's note). Made once per program and argnums."""
+    """(graph, [(coef, node, loops, rows, cols, twice, keep)]) of every term of the lower
+    triangle's Hessian (coef * node; coef None: 1): rows and cols arrays over the loop's points
+    (C order of ``loops``), ``twice`` where two leaves of a term are one entry (x[i] and x[0]
+    at i = 0; else None), ``keep`` the points where it is not 0 by the data (_masked); None
+    where the loop form is not exact (see the module's note). Made once per program and argnums."""
     return _memo(prog, argnums, _find_terms)
 
 
@@ -101,6 +101,7 @@ def _find_terms(prog, argnums):
     sums = [t for t in cone if g.nodes[t][0] == "sum"]
     reads = [t for t in cone if g.nodes[t][0] == "read" and g.nodes[t][1] == "a" and g.nodes[t][2] in offsets]
     act = active(g, cone, args + reads)
+    reads = set(reads)
     sums = [s for s in sums if s in act]
     adjoints = {}
     W = edge_push(g, y, args + sums, adjoints=adjoints)
@@ -125,14 +126,13 @@ def _find_terms(prog, argnums):
         own = [t for t in sorted(inside) if t in reads]
         seed, coef = _seed(g, a, loops)
         W = edge_push(g, g.nodes[s][1], args + own, seed=seed)
-        grid = np.indices([e for _, e in loops]).reshape(len(loops), -1) if loops else None
-        at = {v: grid[k] for k, (v, _) in enumerate(loops)}
+        at = _grid(loops)
         for (u, v), ts in W.items():
             e = g.sum(ts)
             if e is None:
                 continue
             cu, cv = (_columns(g, w, col, offsets, at, prog.data) for w in (u, v))
-            cu, cv = np.broadcast_arrays(cu, cv, grid[0])[:2]
+            cu, cv = np.broadcast_arrays(cu, cv, at[loops[0][0]])[:2]
             twice = (cu == cv) if u != v else None  # two leaves, one entry there: W(u, v) + W(v, u)
             terms.append((coef, e, loops, np.maximum(cu, cv), np.minimum(cu, cv),
                           twice if twice is not None and twice.any() else None))
