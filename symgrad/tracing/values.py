@@ -81,6 +81,8 @@ def apply(op, *xs):
     refs = []
     for k, x in enumerate(xs):
         wants_condition = op in ops.LOGIC or (op == "select" and k == 0)
+        if isinstance(x, np.ndarray) and x.ndim == 0 and x.dtype.kind in "biufO":
+            x = x[()]  # a number numpy gave as a 0-d array (np.where of constants), as math takes it
         if isinstance(x, Condition) and not wants_condition:
             x = x.number()  # a comparison as a number: 0/1, as numpy computes True * 2.5
         elif isinstance(x, Value) and wants_condition:

@@ -326,3 +326,17 @@ def test_second_review_finds():
     assert L.grad(0.3) == pytest.approx(np.sum(A * np.cos(A * 0.3)), rel=1e-13)
     G = symgrad.compile(lambda x: 1e200 * (1e200 * (x * x)))
     assert G.derivative(1)(1e-250) == pytest.approx(2e150, rel=1e-15)
+
+
+def test_numbers_numpy_gives_as_0d_arrays_enter_math_functions():
+    """The fuzz (seed 20261206): np.where of constants is a 0-d array, which math.hypot takes
+    as a number in Python; traced, it was a TraceError."""
+    def f(v):
+        return np.array([max(math.hypot(abs(v[1]), np.where(0.25 > 0.5, -2, -0.3)), pow(np.copysign(v[0], v[1]), -2))])
+    F = symgrad.compile(f, [(2,)])
+    v = np.array([0.7, -1.3])
+    np.testing.assert_allclose(F(v), f(v), rtol=1e-15)  # (x**-2 as 1 / x**2: the last bit)
+    g = lambda x: math.hypot(x, np.float64(0.5) * np.array(2.0)) + math.atan2(np.array(0.3), x)  # noqa: E731
+    G = symgrad.compile(g)
+    assert G(1.5) == g(1.5)
+    assert G.grad(1.5) == pytest.approx(1.5 / math.hypot(1.5, 1.0) - 0.3 / (0.09 + 2.25), rel=1e-14)
