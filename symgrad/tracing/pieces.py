@@ -193,7 +193,8 @@ def _hstack(tup, *, dtype=None, casting="same_kind"):
 
 def _vstack(tup, *, dtype=None, casting="same_kind"):
     b, xs = _arrays("vstack", tup)
-    xs = [lazy._index(x, (None, slice(None))) if x.ndim == 1 else x for x in map(lambda x: _scalar_array(b, x), xs)]
+    xs = [_scalar_array(b, x) for x in xs]
+    xs = [lazy._index(x, (None, slice(None))) if x.ndim == 1 else x for x in xs]
     return _concatenate(xs, 0, dtype=dtype)
 
 

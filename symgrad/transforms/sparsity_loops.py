@@ -64,6 +64,12 @@ def _region(g, s):
     return inside, outside - inside
 
 
+def _reads(g, t, offsets):
+    """Whether node ``t`` reads an entry of an argument of ``offsets`` at a loop index."""
+    n = g.nodes[t]
+    return n[0] == "read" and n[1] == "a" and n[2] in offsets
+
+
 def _memo(prog, argnums, find):
     """``find(prog, argnums)``, made once per program (pattern, build and check all ask it)."""
     memo = prog.__dict__.setdefault("_loop_terms", {})
@@ -99,7 +105,7 @@ def _find_terms(prog, argnums):
     args = [w for w in arg_nodes(g, argnums) if w is not None]
     cone = g.cone([y])
     sums = [t for t in cone if g.nodes[t][0] == "sum"]
-    reads = [t for t in cone if g.nodes[t][0] == "read" and g.nodes[t][1] == "a" and g.nodes[t][2] in offsets]
+    reads = [t for t in cone if _reads(g, t, offsets)]
     act = active(g, cone, args + reads)
     reads = set(reads)
     sums = [s for s in sums if s in act]
@@ -235,12 +241,11 @@ def _find_jacobian_terms(prog, argnums):
     args = [w for w in arg_nodes(g, argnums) if w is not None]
     col = {w: offsets[g.nodes[w][1]] + g.nodes[w][2] for w in args}
     nodes, terms = g.nodes, []
-    is_read = lambda t: nodes[t][0] == "read" and nodes[t][1] == "a" and nodes[t][2] in offsets  # noqa: E731
 
     def add(parts, loops, rows, coef=None):
         at = _grid(loops) if loops else {}
         for w, d in parts.items():
-            if w in col or is_read(w):
+            if w in col or _reads(g, w, offsets):
                 cols = _columns(g, w, col, offsets, at, prog.data)
                 r, c = np.broadcast_arrays(rows, cols)
                 terms.append((coef, d, loops, r, c, None))
@@ -248,7 +253,7 @@ def _find_jacobian_terms(prog, argnums):
         if y is None or nodes[y][0] == "const":
             continue
         cone = g.cone([y])
-        reads = {t for t in cone if is_read(t)}
+        reads = {t for t in cone if _reads(g, t, offsets)}
         sums = [t for t in cone if nodes[t][0] == "sum"]
         act = active(g, cone, args + sorted(reads))
         sums = [t for t in sums if t in act]
@@ -263,7 +268,7 @@ def _find_jacobian_terms(prog, argnums):
             if any(t in act and t not in col for t in leaves):
                 return None
             seed, coef = _seed(g, parts[s], nodes[s][2])
-            body_parts = _sweep(g, nodes[s][1], set(args) | {t for t in inside if is_read(t)}, seed=seed)
+            body_parts = _sweep(g, nodes[s][1], set(args) | {t for t in inside if _reads(g, t, offsets)}, seed=seed)
             rows_s = np.broadcast_to(rows, (np.prod([e for _, e in nodes[s][2]], dtype=np.int64),))
             add(body_parts, nodes[s][2], rows_s, coef)
     return g, [_masked(g, prog, t) for t in terms]
