@@ -71,12 +71,9 @@ def _reads(g, t, offsets):
 
 
 def _memo(prog, argnums, find):
-    """``find(prog, argnums)``, made once per program (pattern, build and check all ask it)."""
-    memo = prog.__dict__.setdefault("_loop_terms", {})
-    key = (find, tuple(argnums))
-    if key not in memo:
-        memo[key] = find(prog, key[1])
-    return memo[key]
+    """``find(prog, argnums)``, made anew each time it is asked (check, pattern, build): kept on
+    the program, its Graph would refer back to it, a cycle for the garbage collector."""
+    return find(prog, tuple(argnums))
 
 
 def _taken(found):
