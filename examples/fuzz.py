@@ -1,7 +1,8 @@
 """Differential fuzzing: random functions as users write them, symgrad against mpmath.
 
-    python examples/fuzz.py [N] [--seed S] [--start K]   # N random functions (default 10000);
-                                                         # K: begin at batch K of that sequence
+    python examples/fuzz.py [N] [--seed S] [--start K] [--jobs J]
+        # N random functions (default 10000); K: begin at batch K of that sequence;
+        # J: processes running every J-th batch side by side (default 1)
 
 A hypothesis strategy draws expression trees (arithmetic, integer/negative/fractional/
 variable powers, every supported math/numpy/builtin spelling, abs/min/max/where, steps,
@@ -20,6 +21,7 @@ where the exact value is past float32's range counts as an overflow, not a misma
 from __future__ import annotations
 
 import importlib.util
+import json
 import math
 import os
 import sys
@@ -631,10 +633,11 @@ def _attribute(exc, style, trees_, where, dt, opts, text):
     return dict(function=None, error=f"{type(exc).__name__}: {exc}", source=text)
 
 
-def fuzz(n, seed, batch=50, where=None, verbose=False, start=1, dump=None):
+def fuzz(n, seed, batch=50, where=None, verbose=False, start=1, dump=None, stride=1, offset=0):
     """Run ``n`` random functions in batches (the first ``start - 1`` are generated but not
-    run, to reproduce a later batch); returns the Report. With ``dump``, the module of each
-    batch with a finding is written there."""
+    run, to reproduce a later batch; of the rest, those whose number from ``start`` is
+    ``offset`` modulo ``stride``: one share of a parallel run); returns the Report. With
+    ``dump``, the module of each batch with a finding is written there."""
     where = where or tempfile.mkdtemp(prefix="symgrad-fuzz-")
     sys.path.insert(0, where)
     total = Report()
@@ -647,7 +650,7 @@ def fuzz(n, seed, batch=50, where=None, verbose=False, start=1, dump=None):
     def run(b):
         style, strategy, trees_ = b
         count[0] += 1
-        if count[0] < start:
+        if count[0] < start or (count[0] - start) % stride != offset:
             return
         r = run_batch(style, strategy, trees_, seed * 100003 + count[0], where)
         total.add(r)
@@ -665,23 +668,67 @@ def fuzz(n, seed, batch=50, where=None, verbose=False, start=1, dump=None):
     return total
 
 
+def _option(name, default):
+    return int(sys.argv[sys.argv.index(name) + 1]) if name in sys.argv else default
+
+
 def main():
     args = [a for i, a in enumerate(sys.argv[1:], 1) if not a.startswith("--")
             and not sys.argv[i - 1].startswith("--")]
     n = int(args[0]) if args else 10000
-    seed = int(sys.argv[sys.argv.index("--seed") + 1]) if "--seed" in sys.argv else 0
-    start = int(sys.argv[sys.argv.index("--start") + 1]) if "--start" in sys.argv else 1
-    dump = tempfile.mkdtemp(prefix="symgrad-fuzz-findings-")
+    seed, start, jobs = _option("--seed", 0), _option("--start", 1), _option("--jobs", 1)
+    stride, offset = _option("--stride", 1), _option("--offset", 0)
     t = time.perf_counter()
-    report = fuzz(n, seed, verbose=True, start=start, dump=dump)
+    if jobs > 1:
+        report, dumps = _parallel(n, seed, start, jobs)
+    else:
+        dumps = [tempfile.mkdtemp(prefix="symgrad-fuzz-findings-")]
+        report = fuzz(n, seed, verbose=True, start=start, dump=dumps[0], stride=stride, offset=offset)
     print(f"\n{report} in {time.perf_counter() - t:.0f} s")
+    if "--json" in sys.argv:  # a share of a parallel run: its parent adds the reports
+        print("REPORT " + json.dumps({**report.__dict__, "mismatches": len(report.mismatches),
+                                      "crashes": len(report.crashes)}))
     for m in report.mismatches[:20]:
         print("MISMATCH", {k: v for k, v in m.items() if k != "source"})
     if report.mismatches or report.crashes:
-        print(f"modules of the batches with findings: {dump}")
+        print(f"modules of the batches with findings: {' '.join(dumps)}")
     for c in report.crashes[:20]:
         print("CRASH", {k: v for k, v in c.items() if k != "source"}, "\n", c["source"])
     return 1 if report.mismatches or report.crashes else 0
+
+
+def _parallel(n, seed, start, jobs):
+    """The run in ``jobs`` processes, each taking every jobs-th batch; their lines are
+    printed as they come, prefixed by the share, and their counts added into one Report
+    (whose mismatches and crashes are counted, their details printed by the shares)."""
+    import subprocess
+    import threading
+    cmd = [sys.executable, __file__, str(n), "--seed", str(seed), "--start", str(start), "--stride", str(jobs), "--json"]
+    procs = [subprocess.Popen(cmd + ["--offset", str(r)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             for r in range(jobs)]
+    total, dumps, lock = Report(), [], threading.Lock()
+
+    def follow(r, proc):
+        for line in proc.stdout:
+            if line.startswith("REPORT "):
+                d = json.loads(line[7:])
+                with lock:
+                    total.add(Report(**{**d, "mismatches": [{}] * d["mismatches"], "crashes": [{}] * d["crashes"]}))
+                continue
+            if line.startswith("modules of the batches with findings: "):
+                dumps.extend(line.split(": ", 1)[1].split())
+            with lock:
+                print(f"[{r}] {line}", end="", flush=True)
+        proc.wait()
+
+    threads = [threading.Thread(target=follow, args=(r, p)) for r, p in enumerate(procs)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    if any(p.returncode not in (0, 1) for p in procs):
+        total.crashes.append({"error": f"a share exited with {[p.returncode for p in procs]}"})
+    return total, dumps
 
 
 if __name__ == "__main__":
