@@ -2,8 +2,9 @@
  *
  * Callable is the base type of symgrad.Function: a call whose arguments the kernel takes as
  * they are (Python floats, or exact numpy arrays of the kernel's dtype, C-contiguous,
- * aligned, in native byte order, one batch shape for all, no broadcasting; out= arrays of
- * the results' exact shapes that overlap nothing) runs here, without a Python frame. Any
+ * aligned, in native byte order, each of the one batch shape or of none, shared by every
+ * point; out= arrays of the results' exact shapes that overlap nothing) runs here, without
+ * a Python frame. Any
  * other call goes to the Function's _call method (the Python path: conversions, broadcasting,
  * chunks, store modes and every error message), so the two paths give the same results.
  *
@@ -386,7 +387,29 @@ static PyObject *scalar_call(Kernel *k, PyObject *const *argv) {
     return res;
 }
 
-/* The call as the kernel takes it, or NOT_HANDLED (nothing done: the Python path takes it). */
+/* A Python number given for a scalar argument of a float64 kernel: its value (as float(x)
+ * converts it), or 0 where it is not such a number (the Python path converts the others). */
+static int python_number(PyObject *x, double *v) {
+    if (PyFloat_Check(x) && (PyFloat_CheckExact(x) || Py_TYPE(x) == &PyDoubleArrType_Type)) {
+        *v = PyFloat_AS_DOUBLE(x);
+        return 1;
+    }
+    if (PyLong_CheckExact(x)) {
+        *v = PyLong_AsDouble(x);
+        if (*v == -1.0 && PyErr_Occurred()) { PyErr_Clear(); return 0; }
+        return 1;
+    }
+    return 0;
+}
+
+/* Batches whose shared arguments are repeated into scratch go this many scratch bytes at a
+ * time, as the Python path copies broadcast inputs (calling.CHUNK_BYTES). */
+#define CHUNK_BYTES (1 << 20)
+
+/* The call as the kernel takes it, or NOT_HANDLED (nothing done: the Python path takes it).
+ * Every argument array has the batch shape, or none: then it is shared by every point (a
+ * parameter vector beside a batch of states), repeated into scratch a chunk of points at a
+ * time; a Python number given for a scalar argument of a float64 kernel is shared too. */
 static PyObject *fast_call(Kernel *k, PyObject *const *argv, Py_ssize_t nargs, PyObject *out) {
     if (nargs != k->nargs || k->nargs > STACK_PTRS || k->nres > STACK_PTRS) return NOT_HANDLED;
     if (out == NULL && k->scalars) {
@@ -394,12 +417,17 @@ static PyObject *fast_call(Kernel *k, PyObject *const *argv, Py_ssize_t nargs, P
         if (r != NOT_HANDLED) return r;
     }
     PyArrayObject *ins[STACK_PTRS], *outs[STACK_PTRS];
+    double nums[STACK_PTRS];       /* the Python numbers among the arguments */
     int bnd = -1;
-    npy_intp *batch = NULL, n = 1;
+    npy_intp *batch = NULL, n = 1, shared_numbers = 0;
     for (int a = 0; a < k->nargs; ++a) {
-        if (!PyArray_CheckExact(argv[a])) return NOT_HANDLED;
-        PyArrayObject *x = (PyArrayObject *)argv[a];
         Core *c = &k->args[a];
+        ins[a] = NULL;
+        if (!PyArray_CheckExact(argv[a])) {
+            if (c->nd != 0 || k->typenum != NPY_DOUBLE || !python_number(argv[a], &nums[a])) return NOT_HANDLED;
+            continue;
+        }
+        PyArrayObject *x = (PyArrayObject *)argv[a];
         int nd = PyArray_NDIM(x);
         if (PyArray_TYPE(x) != k->typenum || !PyArray_ISNOTSWAPPED(x) || !PyArray_IS_C_CONTIGUOUS(x) ||
             !PyArray_ISALIGNED(x) || nd < c->nd)
@@ -407,6 +435,8 @@ static PyObject *fast_call(Kernel *k, PyObject *const *argv, Py_ssize_t nargs, P
         npy_intp *dims = PyArray_DIMS(x);
         for (int d = 0; d < c->nd; ++d)
             if (dims[nd - c->nd + d] != c->dims[d]) return NOT_HANDLED;
+        ins[a] = x;
+        if (nd == c->nd) continue;  /* shared */
         if (bnd < 0) {
             bnd = nd - c->nd;
             batch = dims;
@@ -416,11 +446,13 @@ static PyObject *fast_call(Kernel *k, PyObject *const *argv, Py_ssize_t nargs, P
             for (int d = 0; d < bnd; ++d)
                 if (dims[d] != batch[d]) return NOT_HANDLED;
         }
-        ins[a] = x;
     }
-    if (bnd < 0) bnd = 0;          /* a kernel of no arguments: one point */
+    if (bnd < 0) bnd = 0;          /* no batched argument: one point */
     if (n == 0 || (k->stream_bytes >= 0 && n * k->res_numbers * k->itemsize >= k->stream_bytes))
         return NOT_HANDLED;
+    if (bnd > 0)
+        for (int a = 0; a < k->nargs; ++a)
+            if (!ins[a] || PyArray_NDIM(ins[a]) == k->args[a].nd) shared_numbers += k->args[a].size;
     npy_intp shape[NPY_MAXDIMS];
     for (int d = 0; d < bnd; ++d) shape[d] = batch[d];
     if (out != NULL) {
@@ -437,7 +469,7 @@ static PyObject *fast_call(Kernel *k, PyObject *const *argv, Py_ssize_t nargs, P
             for (int d = 0; d < bnd; ++d) if (dims[d] != batch[d]) return NOT_HANDLED;
             for (int d = 0; d < c->nd; ++d) if (dims[bnd + d] != c->dims[d]) return NOT_HANDLED;
             for (int q = 0; q < r; ++q) if (overlaps(o, outs[q])) return NOT_HANDLED;
-            for (int a = 0; a < k->nargs; ++a) if (overlaps(o, ins[a])) return NOT_HANDLED;
+            for (int a = 0; a < k->nargs; ++a) if (ins[a] && overlaps(o, ins[a])) return NOT_HANDLED;
             outs[r] = o;
         }
         /* held while the GIL is released: another thread may drop them from a list given as out= */
@@ -454,12 +486,45 @@ static PyObject *fast_call(Kernel *k, PyObject *const *argv, Py_ssize_t nargs, P
             if (!outs[r]) { for (int q = 0; q < r; ++q) Py_DECREF(outs[q]); return NULL; }
         }
     }
+    /* the shared arguments, repeated for a chunk of m points (where there is more than one) */
+    npy_intp m = n;
+    char *scratch = NULL, *shared_at[STACK_PTRS];
+    if (shared_numbers > 0 && n > 1) {
+        npy_intp per_point = shared_numbers * k->itemsize;
+        m = CHUNK_BYTES / per_point > 1 ? CHUNK_BYTES / per_point : 1;
+        if (m > n) m = n;
+        scratch = PyMem_Malloc((size_t)(m * per_point));
+        if (!scratch) {
+            for (int r = 0; r < k->nres; ++r) Py_DECREF(outs[r]);
+            return PyErr_NoMemory();
+        }
+        char *at = scratch;
+        for (int a = 0; a < k->nargs; ++a) {
+            if (ins[a] && PyArray_NDIM(ins[a]) != k->args[a].nd) continue;
+            size_t one = (size_t)k->args[a].size * (size_t)k->itemsize, have = one, want = one * (size_t)m;
+            if (ins[a]) memcpy(at, PyArray_DATA(ins[a]), one);
+            else memcpy(at, &nums[a], one);      /* float64 kernels only: one double */
+            for (; have < want; have *= 2) memcpy(at + have, at, have < want - have ? have : want - have);
+            shared_at[a] = at;
+            at += want;
+        }
+    }
     void *p[STACK_PTRS * 3];
-    int j = 0;
-    for (int a = 0; a < k->nargs; ++a) p[j++] = PyArray_DATA(ins[a]);
-    for (int s = 0; s < k->nskip; ++s) p[j++] = NULL;
-    for (int r = 0; r < k->nres; ++r) p[j++] = PyArray_DATA(outs[r]);
-    call(k, (int64_t)n, forked || n < k->par_points ? SERIAL : 0, p);
+    for (npy_intp lo = 0; lo < n; lo += m) {
+        npy_intp count = n - lo < m ? n - lo : m;
+        int j = 0;
+        for (int a = 0; a < k->nargs; ++a) {
+            Core *c = &k->args[a];
+            if (scratch && (!ins[a] || PyArray_NDIM(ins[a]) == c->nd)) p[j++] = shared_at[a];
+            else if (!ins[a]) p[j++] = &nums[a];
+            else p[j++] = PyArray_BYTES(ins[a]) + (size_t)lo * (size_t)c->size * (size_t)k->itemsize;
+        }
+        for (int s = 0; s < k->nskip; ++s) p[j++] = NULL;
+        for (int r = 0; r < k->nres; ++r)
+            p[j++] = PyArray_BYTES(outs[r]) + (size_t)lo * (size_t)k->res[r].size * (size_t)k->itemsize;
+        call(k, (int64_t)count, forked || count < k->par_points ? SERIAL : 0, p);
+    }
+    PyMem_Free(scratch);
     if (out != NULL) {
         for (int r = 0; r < k->nres; ++r) Py_DECREF(outs[r]);
         Py_INCREF(out);

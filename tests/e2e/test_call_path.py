@@ -1,6 +1,7 @@
 """The two call paths give the same results: calls the kernel takes as they are run in C
-(csrc/symgrad_call.c); every other form (strided, other dtypes, byte order, subclasses,
-broadcasting, misaligned, out= that is strided, overlapping or read-only) goes through the
+(csrc/symgrad_call.c), arguments without batch dimensions shared by every point included;
+every other form (strided, other dtypes, byte order, subclasses, broadcasting of batch
+dimensions, misaligned, out= that is strided, overlapping or read-only) goes through the
 Python path. Each refusal is checked against a closed form: a form the C path took when it
 should not would read or write the wrong memory and fail here."""
 import math
@@ -64,6 +65,9 @@ FORMS = [
     ("subclass", X.view(Tagged), V.view(Tagged)),
     ("lists", list(X), V.tolist()),
     ("broadcast v", X, V[0]),
+    ("shared v beside a batch of two dimensions", X.reshape(2, 3), V[0]),
+    ("Python int x with an array v", 2, V),
+    ("batched v of one point beside a batch", X, V[:1]),
     ("broadcast x", X[:, None], V[None, :2]),
     ("scalar x with an array v", 0.75, V),
     ("0-d arrays", np.float64(0.75), np.asarray(V[0])),
@@ -85,6 +89,33 @@ def test_each_form_of_the_arguments_gives_the_closed_form(name, x, v):
     plain = H.grad(np.array(xs), np.array(np.broadcast_to(np.asarray(v, np.float64), xs.shape + (3,))))
     np.testing.assert_array_equal(gx, plain[0])
     np.testing.assert_array_equal(gv, plain[1])
+
+
+def test_a_shared_argument_is_repeated_a_chunk_at_a_time():
+    """A parameter vector shared by every point of a batch: the C path repeats it into scratch
+    one chunk of points at a time (1 MiB, here 131 points of 8,000 bytes), each chunk's points
+    and results at their own offsets: every point's result is its closed form."""
+    F = symgrad.compile(lambda x, w: x * w[0] + w[999] * x * x + w[500], [(), (1000,)])
+    w = RNG.uniform(-2, 2, 1000)
+    x = RNG.uniform(-2, 2, 1001)
+    want = x * w[0] + w[999] * x * x + w[500]
+    np.testing.assert_allclose(F(x, w), want, rtol=1e-14, atol=1e-14)
+    out = np.full(1001, np.nan)
+    assert F(x, w, out=out) is out
+    np.testing.assert_array_equal(out, F(x, np.tile(w, (1001, 1))))
+    gx, gw = F.grad(x, w)
+    np.testing.assert_allclose(gx, w[0] + 2 * w[999] * x, rtol=1e-14, atol=1e-14)
+    np.testing.assert_array_equal(gw[:, 0], x)
+    np.testing.assert_array_equal(gw[:, 999], x * x)
+    np.testing.assert_array_equal(gw[:, 500], np.ones(1001))
+
+
+def test_out_overlapping_a_shared_argument_gets_the_results_of_the_inputs_as_they_were():
+    F = symgrad.compile(lambda x, v: x * v[0] + v[1], [(), (2,)])
+    buf = np.array([3.0, 1.0, 0.0, 0.0])
+    x = np.array([1.0, 2.0, 5.0, 7.0])
+    F(x, buf[:2], out=buf)  # the results overwrite v while the points still need it
+    np.testing.assert_array_equal(buf, x * 3.0 + 1.0)
 
 
 def test_scalar_calls_return_numpy_scalars_of_the_closed_form():
