@@ -147,23 +147,25 @@ class Plan:
                              + ", ".join(f"{name}: {b}" for (name, _), b in zip(self.args, batches))) from None
         n = prod(batch)
         ready = [b == batch and x.flags.c_contiguous and x.flags.aligned for x, b in zip(arrays, batches)]
-        ins = [x if ok else np.broadcast_to(x, batch + core) for x, ok, (_, core) in zip(arrays, ready, self.args)]
+        ins = [x if ok or b == batch else np.broadcast_to(x, batch + core)
+               for x, ok, b, (_, core) in zip(arrays, ready, batches, self.args)]
         results = self._outputs(out, batch)
         # Write straight into a result only if it is C-contiguous, aligned and shares no memory
         # with an input (the kernel's pointers are restrict); otherwise through a scratch array.
-        work = [r if r.flags.c_contiguous and r.flags.aligned and r.flags.writeable
-                and not any(np.may_share_memory(r, x) for x in ins) else np.empty(r.shape, r.dtype)
-                for r in results]
+        # Results made here are all three.
+        work = results if out is None else [
+            r if r.flags.c_contiguous and r.flags.aligned and r.flags.writeable
+            and not any(np.may_share_memory(r, x) for x in ins) else np.empty(r.shape, r.dtype) for r in results]
         if n:
             # inputs to copy (broadcast, strided, misaligned) are copied a chunk of points at a
             # time, so that a broadcast input stays small; a batch of one chunk is copied whole
             per_point = sum(x.itemsize * prod(core) for x, ok, (_, core) in zip(ins, ready, self.args) if not ok)
             if n * per_point <= CHUNK_BYTES:
-                self._run(n, [x if ok else np.require(x, requirements="CA") for x, ok in zip(ins, ready)], work)
+                self._run(n, [x if ok else x.copy() for x, ok in zip(ins, ready)], work)
             else:
                 for idx in _chunks(batch, max(1, CHUNK_BYTES // per_point)):
                     outs = [w[idx] for w in work]
-                    part = [x[idx] if ok else np.require(x[idx], requirements="CA") for x, ok in zip(ins, ready)]
+                    part = [x[idx] if ok else x[idx].copy() for x, ok in zip(ins, ready)]
                     self._run(outs[0].size // self.sizes[0], part, outs)
                     del part  # before the next chunk's copies are made
         for r, w in zip(results, work):
