@@ -523,6 +523,11 @@ static PyObject *fast_call(Kernel *k, PyObject *const *argv, Py_ssize_t nargs, P
         for (int r = 0; r < k->nres; ++r)
             p[j++] = PyArray_BYTES(outs[r]) + (size_t)lo * (size_t)k->res[r].size * (size_t)k->itemsize;
         call(k, (int64_t)count, forked || count < k->par_points ? SERIAL : 0, p);
+        if (lo + m < n && PyErr_CheckSignals() < 0) {  /* Ctrl-C between chunks, as the Python path */
+            PyMem_Free(scratch);
+            for (int r = 0; r < k->nres; ++r) Py_DECREF(outs[r]);
+            return NULL;
+        }
     }
     PyMem_Free(scratch);
     if (out != NULL) {

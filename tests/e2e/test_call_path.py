@@ -67,7 +67,7 @@ FORMS = [
     ("broadcast v", X, V[0]),
     ("shared v beside a batch of two dimensions", X.reshape(2, 3), V[0]),
     ("Python int x with an array v", 2, V),
-    ("batched v of one point beside a batch", X, V[:1]),
+    ("v of a batch of one beside a batch of six (broadcast)", X, V[:1]),
     ("broadcast x", X[:, None], V[None, :2]),
     ("scalar x with an array v", 0.75, V),
     ("0-d arrays", np.float64(0.75), np.asarray(V[0])),
@@ -108,6 +108,64 @@ def test_a_shared_argument_is_repeated_a_chunk_at_a_time():
     np.testing.assert_array_equal(gw[:, 0], x)
     np.testing.assert_array_equal(gw[:, 999], x * x)
     np.testing.assert_array_equal(gw[:, 500], np.ones(1001))
+
+
+def test_several_shared_arguments_each_keep_their_own_numbers():
+    """Two shared arrays and two Python numbers beside a batch of two dimensions whose chunks
+    (1 MiB of shared numbers: 149 points) cross its rows; float64 and float32, with out= too."""
+    def f(x, a, w, b, u):
+        return x * w[0] + a * w[699] + b * u[1] + x * x * u[0]
+    w, u = RNG.uniform(-2, 2, 700), RNG.uniform(-2, 2, 2)
+    x = RNG.uniform(-2, 2, (5, 300))
+    want = x * w[0] + 0.5 * w[699] + 3 * u[1] + x * x * u[0]
+    for dtype in ("float64", "float32"):
+        F = symgrad.compile(f, [(), (), (700,), (), (2,)], dtype=dtype)
+        a, b = (0.5, 3) if dtype == "float64" else (np.float32(0.5), np.float32(3))
+        args = (x.astype(dtype), a, w.astype(dtype), b, u.astype(dtype))
+        got = F(*args)
+        tiled = F(args[0], *[np.broadcast_to(np.asarray(v, dtype), x.shape + np.shape(v)).copy() for v in args[1:]])
+        np.testing.assert_array_equal(got, tiled)
+        np.testing.assert_allclose(got, want, rtol=1e-12 if dtype == "float64" else 1e-5, atol=1e-12)
+        out = np.empty(x.shape, dtype)
+        assert F(*args, out=out) is out
+        np.testing.assert_array_equal(out, tiled)
+        gx, ga, gw, gb, gu = F.grad(*args)
+        np.testing.assert_array_equal(gw[..., 699], np.broadcast_to(np.asarray(a, dtype), x.shape))
+        np.testing.assert_array_equal(gu[..., 0], args[0] * args[0])
+
+
+def test_a_shared_argument_past_a_chunk_goes_one_point_at_a_time():
+    """A shared argument of 1.6 MB: one point a chunk, every point its closed form."""
+    F = symgrad.compile(lambda x, w: x * w[0] - w[199_999], [(), (200_000,)])
+    w = RNG.uniform(-2, 2, 200_000)
+    x = RNG.uniform(-2, 2, 7)
+    np.testing.assert_array_equal(F(x, w), x * w[0] - w[199_999])
+
+
+def test_calls_with_shared_arguments_run_in_c(monkeypatch):
+    """The forms with shared arguments are taken by the C path (a parameter vector beside a
+    batch of states went the Python path: 60 us a call for two states, 1.8 us in C)."""
+    taken = []
+    python_path = type(H)._call
+    monkeypatch.setattr(type(H), "_call", lambda self, *a, **k: taken.append(a) or python_path(self, *a, **k))
+    G = H.grad
+    G(X, V[0])
+    G(0.75, V)
+    G(2, V)
+    H(X.reshape(2, 3), V[0], out=np.empty((2, 3)))
+    assert taken == []
+    G(X, V[:1])  # batch dimensions that broadcast: the Python path
+    assert len(taken) == 1
+
+
+def test_a_python_int_past_float_range_beside_a_batch_raises_overflow():
+    """The C path leaves such a number to the Python path, whose float() raises; an int that
+    rounds (2**60 + 1) is converted as float() converts it."""
+    with pytest.raises(OverflowError):
+        H(10 ** 400, V)
+    with pytest.raises(OverflowError):
+        H.grad(10 ** 400, V, out=(np.empty(6), np.empty((6, 3))))
+    assert H(2 ** 60 + 1, V[0]) == closed_value(float(2 ** 60 + 1), V[0])
 
 
 def test_out_overlapping_a_shared_argument_gets_the_results_of_the_inputs_as_they_were():
