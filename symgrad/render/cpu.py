@@ -49,7 +49,6 @@ def render(prog, name, target, vector_bits, options, title=None, optional=0, fix
     return Kernel(name, head + "\n".join(src), sched.ops, tuple(unit + "\n".join(p) for p in parts), cflags)
 
 
-BLOCK_CALL_MIN = 128  # operations + numbers in and out per point from which a block is called, not inlined
 MAX_UNROLLED_RUNS = 8  # runs of a result's computed or fixed entries written by a statement each; more: a table
 
 
@@ -235,12 +234,7 @@ def _entry_points(sched, target, plain, options, optional=0):
         [(L, f"sg_soa_{c}", W * s) for c, s, laned in zip(names, sizes, lanes) if laned]
     lane_calls = [f"    {name}_l{i}({', '.join(soa)});" for i in range(len(sched.segments))]
     guard = lambda c, line: f"    if ({c}) {line}" if c in maybe else f"    {line}"  # noqa: E731
-    # A block of many operations and numbers is called, not inlined into the tile loop, the
-    # loop of blocks and (its lane code) the tail: gcc compiled it three times over (rosen8's
-    # Hessian: 0.50 -> 0.43 s, its batches no slower); a small one stays inline, where the
-    # call would cost a tenth of its time (seed's gradient 1.15x when called).
-    called = sched.ops + sum(sizes) >= BLOCK_CALL_MIN
-    block = [f"{'static SYMGRAD_NOINLINE' if called else 'static inline'} void {name}_block({', '.join(params)}, int sg_fill) {{"]
+    block = [f"static inline void {name}_block({', '.join(params)}, int sg_fill) {{"]
     block += [_local(t, v, n, options)[0] for t, v, n in block_locals]
     block += [f"    {into}({c}, {s}, sg_soa_{c}, {W});" for c, s, laned in zip(arg_names, sizes, lanes) if laned]
     block += lane_calls
