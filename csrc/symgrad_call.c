@@ -125,6 +125,7 @@ typedef struct {
     int scalars;                   /* float64, all arguments scalars: Python floats taken as they are */
     Py_ssize_t par_points;         /* batches of fewer points run on the calling thread alone */
     Py_ssize_t gil_points;         /* batches of fewer points keep the GIL (shorter than releasing it) */
+    Py_ssize_t chunk_bytes;        /* shared arguments are repeated this many bytes at a time (0: not here) */
     PyObject *structure;           /* int or nested tuple of ints: how results nest */
 } Kernel;
 
@@ -210,6 +211,7 @@ static PyObject *kernel_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     k->stream_bytes = stream;
     k->par_points = 1;
     k->gil_points = 0;
+    k->chunk_bytes = 0;
     k->scalars = code == 'd';
     for (int a = 0; a < k->nargs; ++a) k->scalars &= k->args[a].nd == 0;
     Py_INCREF(structure);
@@ -278,6 +280,9 @@ static PyMemberDef kernel_members[] = {
      "batches of fewer points run on the calling thread alone (the fast path; run() takes its mode)"},
     {"gil_points", T_PYSSIZET, offsetof(Kernel, gil_points), 0,
      "batches of fewer points keep the GIL: they take less time than releasing and taking it"},
+    {"chunk_bytes", T_PYSSIZET, offsetof(Kernel, chunk_bytes), 0,
+     "bytes of scratch in which arguments shared by a batch's points are repeated, a chunk of points at a "
+     "time (calling.CHUNK_BYTES); 0: such calls take the Python path"},
     {NULL}
 };
 
@@ -402,10 +407,6 @@ static int python_number(PyObject *x, double *v) {
     return 0;
 }
 
-/* Batches whose shared arguments are repeated into scratch go this many scratch bytes at a
- * time, as the Python path copies broadcast inputs (calling.CHUNK_BYTES). */
-#define CHUNK_BYTES (1 << 20)
-
 /* The call as the kernel takes it, or NOT_HANDLED (nothing done: the Python path takes it).
  * Every argument array has the batch shape, or none: then it is shared by every point (a
  * parameter vector beside a batch of states), repeated into scratch a chunk of points at a
@@ -453,6 +454,7 @@ static PyObject *fast_call(Kernel *k, PyObject *const *argv, Py_ssize_t nargs, P
     if (bnd > 0)
         for (int a = 0; a < k->nargs; ++a)
             if (!ins[a] || PyArray_NDIM(ins[a]) == k->args[a].nd) shared_numbers += k->args[a].size;
+    if (shared_numbers > 0 && n > 1 && k->chunk_bytes <= 0) return NOT_HANDLED;
     npy_intp shape[NPY_MAXDIMS];
     for (int d = 0; d < bnd; ++d) shape[d] = batch[d];
     if (out != NULL) {
@@ -491,7 +493,7 @@ static PyObject *fast_call(Kernel *k, PyObject *const *argv, Py_ssize_t nargs, P
     char *scratch = NULL, *shared_at[STACK_PTRS];
     if (shared_numbers > 0 && n > 1) {
         npy_intp per_point = shared_numbers * k->itemsize;
-        m = CHUNK_BYTES / per_point > 1 ? CHUNK_BYTES / per_point : 1;
+        m = k->chunk_bytes / per_point > 1 ? k->chunk_bytes / per_point : 1;
         if (m > n) m = n;
         scratch = PyMem_Malloc((size_t)(m * per_point));
         if (!scratch) {

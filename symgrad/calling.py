@@ -95,6 +95,7 @@ class Plan:
         seconds = self._seconds_per_point()
         self.kernel.par_points = self.par_points = max(1, math.ceil(options.parallel_seconds / seconds))
         self.kernel.gil_points = math.ceil(options.hold_gil_seconds / seconds)
+        self.kernel.chunk_bytes = CHUNK_BYTES  # shared arguments: repeated as the Python path copies them
 
     def _seconds_per_point(self):
         """The kernel's time per point on the calling thread, at zeros: after one untimed call

@@ -92,7 +92,7 @@ class Library:
 class _CtypesKernel:
     """run(n, mode, ins, outs) through ctypes: the call where symgrad._native was not built."""
 
-    par_points, gil_points = 1, 0  # as _native.Kernel's (ctypes always releases the GIL)
+    par_points, gil_points, chunk_bytes = 1, 0, 0  # as _native.Kernel's (ctypes always releases the GIL)
 
     def __init__(self, address, nskip):
         import ctypes
