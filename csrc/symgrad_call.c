@@ -419,11 +419,13 @@ static PyObject *fast_call(Kernel *k, PyObject *const *argv, Py_ssize_t nargs, P
     }
     PyArrayObject *ins[STACK_PTRS], *outs[STACK_PTRS];
     double nums[STACK_PTRS];       /* the Python numbers among the arguments */
+    int shared[STACK_PTRS];        /* arguments without batch dimensions (Python numbers too) */
     int bnd = -1;
     npy_intp *batch = NULL, n = 1, shared_numbers = 0;
     for (int a = 0; a < k->nargs; ++a) {
         Core *c = &k->args[a];
         ins[a] = NULL;
+        shared[a] = 1;
         if (!PyArray_CheckExact(argv[a])) {
             if (c->nd != 0 || k->typenum != NPY_DOUBLE || !python_number(argv[a], &nums[a])) return NOT_HANDLED;
             continue;
@@ -437,7 +439,8 @@ static PyObject *fast_call(Kernel *k, PyObject *const *argv, Py_ssize_t nargs, P
         for (int d = 0; d < c->nd; ++d)
             if (dims[nd - c->nd + d] != c->dims[d]) return NOT_HANDLED;
         ins[a] = x;
-        if (nd == c->nd) continue;  /* shared */
+        if (nd == c->nd) continue;
+        shared[a] = 0;
         if (bnd < 0) {
             bnd = nd - c->nd;
             batch = dims;
@@ -453,7 +456,7 @@ static PyObject *fast_call(Kernel *k, PyObject *const *argv, Py_ssize_t nargs, P
         return NOT_HANDLED;
     if (bnd > 0)
         for (int a = 0; a < k->nargs; ++a)
-            if (!ins[a] || PyArray_NDIM(ins[a]) == k->args[a].nd) shared_numbers += k->args[a].size;
+            if (shared[a]) shared_numbers += k->args[a].size;
     if (shared_numbers > 0 && n > 1 && k->chunk_bytes <= 0) return NOT_HANDLED;
     npy_intp shape[NPY_MAXDIMS];
     for (int d = 0; d < bnd; ++d) shape[d] = batch[d];
@@ -502,7 +505,7 @@ static PyObject *fast_call(Kernel *k, PyObject *const *argv, Py_ssize_t nargs, P
         }
         char *at = scratch;
         for (int a = 0; a < k->nargs; ++a) {
-            if (ins[a] && PyArray_NDIM(ins[a]) != k->args[a].nd) continue;
+            if (!shared[a]) continue;
             size_t one = (size_t)k->args[a].size * (size_t)k->itemsize, have = one, want = one * (size_t)m;
             if (ins[a]) memcpy(at, PyArray_DATA(ins[a]), one);
             else memcpy(at, &nums[a], one);      /* float64 kernels only: one double */
@@ -517,7 +520,7 @@ static PyObject *fast_call(Kernel *k, PyObject *const *argv, Py_ssize_t nargs, P
         int j = 0;
         for (int a = 0; a < k->nargs; ++a) {
             Core *c = &k->args[a];
-            if (scratch && (!ins[a] || PyArray_NDIM(ins[a]) == c->nd)) p[j++] = shared_at[a];
+            if (scratch && shared[a]) p[j++] = shared_at[a];
             else if (!ins[a]) p[j++] = &nums[a];
             else p[j++] = PyArray_BYTES(ins[a]) + (size_t)lo * (size_t)c->size * (size_t)k->itemsize;
         }

@@ -6,9 +6,8 @@ over the same loops computed by one loop (all their accumulators, and the scatte
 gradient by an argument the loops read) as soon as what it reads is known, then map results
 and the parts of joined results by loops over their entries. The innermost loop runs in
 SIMD blocks of W lanes with an accumulator per lane; the outermost loop is cut into CHUNKS
-fixed pieces, summed in order
-afterwards, so a result never depends on the thread count (a single point runs its pieces on
-the thread team). Data arrays are read through pointers set once per process (``K_set_data``):
+fixed pieces, summed in order afterwards, so a result never depends on the thread count (a
+single point runs its pieces on the thread team). Data arrays are read through pointers set once per process (``K_set_data``):
 the C never holds the data."""
 from __future__ import annotations
 

@@ -70,12 +70,6 @@ def _reads(g, t, offsets):
     return n[0] == "read" and n[1] == "a" and n[2] in offsets
 
 
-def _memo(prog, argnums, find):
-    """``find(prog, argnums)``, made anew each time it is asked (check, pattern, build): kept on
-    the program, its Graph would refer back to it, a cycle for the garbage collector."""
-    return find(prog, tuple(argnums))
-
-
 def _taken(found):
     if found is None:
         raise CompileError("a sparse derivative of loops that the loop form does not take (a bug in symgrad: "
@@ -88,8 +82,10 @@ def _terms(prog, argnums):
     triangle's Hessian (coef * node; coef None: 1): rows and cols arrays over the loop's points
     (C order of ``loops``), ``twice`` where two leaves of a term are one entry (x[i] and x[0]
     at i = 0; else None), ``keep`` the points where it is not 0 by the data (_masked); None
-    where the loop form is not exact (see the module's note). Made once per program and argnums."""
-    return _memo(prog, argnums, _find_terms)
+    where the loop form is not exact (see the module's note). Found anew each time it is asked
+    (check, pattern, build): kept on the program, its Graph would refer back to it, a cycle
+    for the garbage collector."""
+    return _find_terms(prog, tuple(argnums))
 
 
 def _find_terms(prog, argnums):
@@ -223,7 +219,8 @@ def _entries(prog, g):
 
 
 def _jacobian_terms(prog, argnums):
-    return _memo(prog, argnums, _find_jacobian_terms)
+    """As _terms, for the Jacobian: found anew each time it is asked."""
+    return _find_jacobian_terms(prog, tuple(argnums))
 
 
 def _find_jacobian_terms(prog, argnums):
