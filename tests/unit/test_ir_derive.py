@@ -189,3 +189,60 @@ def test_hypot_of_one_argument_is_abs():
     xs = np.array([0.0, 1e-300, -1e300, math.inf, -2.0])
     np.testing.assert_array_equal(evaluate(prog, xs)[0], np.abs(xs))
     np.testing.assert_array_equal(evaluate(derive.grad(prog, (0,)), xs)[0], np.sign(xs))
+
+
+def _rows_both_ways(prog, argnums):
+    """(reverse rows, their graph), (forward rows, their graph) of ``prog``'s outputs."""
+    from symgrad.ir.graph import Graph
+    ys = [y for o in prog.outputs for y in o.refs]
+    r = Graph(prog)
+    rev = [derive.reverse(r, y, derive.arg_nodes(r, argnums)) for y in ys]
+    f = Graph(prog)
+    cols = [derive.forward(f, ys, {w: f.const(1)}) for w in derive.arg_nodes(f, argnums)]
+    return (rev, r), ([[c[k] for c in cols] for k in range(len(ys))], f)
+
+
+def _values(graph, rows, *point):
+    prog = graph.program([(f"r{k}", (len(row),), list(row)) for k, row in enumerate(rows)])
+    return [np.asarray(v, float) for v in evaluate(prog, *point)]
+
+
+def test_the_cheaper_accumulation_is_chosen():
+    """pick_rows builds the program of the lower cost: the founding function's gradient by
+    forward accumulation (its tangents near x are constants that fold, where every adjoint is
+    a product), rosen8's gradient (eight entries) in reverse."""
+    def cost(rows, graph):
+        return derive.cost(graph, [d for row in rows for d in row if d is not None])
+    cases = [(founding, [()], "forward"),
+             (lambda x: np.sum(100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2), [(8,)], "reverse")]
+    for fn, shapes, winner in cases:
+        prog = trace(fn, shapes)
+        (rev, r), (fwd, f) = _rows_both_ways(prog, (0,))
+        g, rows = derive.pick_rows(prog, [prog.outputs[0].refs[0]], (0,))
+        assert cost(rows, g) == min(cost(rev, r), cost(fwd, f))
+        assert (cost(fwd, f) < cost(rev, r)) == (winner == "forward")
+    prog = trace(founding, [()])
+    assert float(evaluate(derive.grad(prog, (0,)), 3.0)[0]) == -75279680
+
+
+ONE_VARIABLE = [  # (traced, mpmath) functions of x and y, each a path forward accumulation takes
+    (lambda x, y: np.where(x > 0, np.sqrt(x ** 2.5) * y, 0.3 * x * y), lambda x, y: (mpmath.sqrt(x ** 2.5) if x > 0 else 0.3 * x) * y),
+    (lambda x, y: math.pow(1.5 + x, y) / (1 + x * x), lambda x, y: (1.5 + x) ** y / (1 + x * x)),
+    (lambda x, y: np.maximum(np.sin(x), np.cos(y)) * np.exp(-x * y), lambda x, y: max(mpmath.sin(x), mpmath.cos(y)) * mpmath.exp(-x * y)),
+    (lambda x, y: np.arctan2(x, y) + np.hypot(x, 2 * y) - np.log1p(x * x), lambda x, y: mpmath.atan2(x, y) + mpmath.sqrt(x * x + 4 * y * y) - mpmath.log1p(x * x)),
+]
+
+
+@pytest.mark.parametrize("k", range(len(ONE_VARIABLE)))
+@pytest.mark.parametrize("point", [(0.7, 1.3), (-0.4, 2.1), (1.9, -0.6)])
+def test_forward_and_reverse_accumulation_agree_with_mpmath(k, point):
+    """Both accumulations, whichever pick_rows takes, against mpmath (and a select's branch not
+    taken stays 0 forward as in reverse: the first function at x < 0)."""
+    fn, ref = ONE_VARIABLE[k]
+    prog = trace(fn, [(), ()])
+    for rows, graph in _rows_both_ways(prog, (0, 1)):
+        got = _values(graph, rows, *point)[0]
+        for j in range(2):
+            want = mpmath.diff(lambda t: ref(*[t if i == j else mpmath.mpf(point[i]) for i in range(2)]),
+                               mpmath.mpf(point[j]))
+            assert float(got[j]) == pytest.approx(float(want), rel=1e-13, abs=1e-15)
