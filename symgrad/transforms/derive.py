@@ -1,6 +1,6 @@
 """Derivatives of a Program, IR -> IR: reverse accumulation (gradients, Jacobian rows) and
-forward accumulation (Hessian-vector products over a gradient, n-th derivatives); Hessians
-are hessian.py's. A sum over loops is differentiated as any op: its partial by what its body
+forward accumulation (the same where its program costs less: pick_rows; Hessian-vector
+products over a gradient, n-th derivatives); Hessians are hessian.py's. A sum over loops is differentiated as any op: its partial by what its body
 reads is the sum of the body's partial (body_partials), and a gradient by an argument the
 loops read is a scatter of the body's partials by its reads.
 
@@ -10,10 +10,11 @@ so the branch not taken stays 0 even where the other factor is NaN or inf there:
 d/dx where(x > 0, sqrt(x), 0) at x = -1 is 0, however many times it is differentiated."""
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 
 from ..errors import CompileError
-from ..ir.graph import LEAVES, Graph
+from ..ir.graph import LEAVES, Graph, number
 from ..ir.ops import LIBRARY, OPS
 from ..program import Program
 
@@ -298,13 +299,33 @@ def looped_args(prog):
     return {n[2] for n in prog.nodes if n[0] == "read" and n[1] == "a"}
 
 
-# Forward accumulation is tried where it can win, for at most FORWARD_ENTRIES argument entries
-# (more only for a Jacobian of at least twice as many rows), and where its sweeps (one per
-# entry) visit at most FORWARD_WORK nodes in all (about 0.1 s of Python). A 22-state pendulum's
-# Jacobian, lj6's gradient: forward cost 1.7x and 1.9x reverse's, their trial 0.15 and 0.03 s.
-FORWARD_ENTRIES, FORWARD_WORK = 4, 100_000
+# Forward accumulation is tried for polynomials only (sums and products of the arguments and
+# constants, integer powers): a tangent of anything else can overflow or underflow where the
+# adjoint does not (d/dx log(exp(-x/1e20)) at 7e22: an underflowed tangent, -0.0; a review
+# found 14 such functions of 1800 for 3 the other way), and for at most FORWARD_ENTRIES
+# argument entries (more only for a Jacobian of at least twice as many rows) whose sweeps
+# (one per entry) visit at most FORWARD_WORK nodes in all: the trial costs about what the
+# reverse sweep does. A 22-state pendulum's Jacobian, lj6's gradient: forward cost 1.7x and
+# 1.9x reverse's.
+FORWARD_ENTRIES, FORWARD_WORK = 4, 20_000
+_POLYNOMIAL = frozenset({"const", "arg", "add", "sub", "mul", "neg", "pow"})
 _WEIGHTS = {"div": 4, "pow": 20}  # the relative cost of a node in a kernel (pick_rows); 1 elsewhere,
 _CALL_WEIGHT = 20  # a library call 20 (as Options.call_cost weighs one); an integer power 2
+
+
+def _polynomial(prog):
+    """Whether ``prog`` computes polynomials of its arguments: its nodes are sums, products,
+    negations and integer powers (0 to 64) of arguments and finite constants."""
+    for n in prog.nodes:
+        if n[0] not in _POLYNOMIAL:
+            return False
+        if n[0] == "const" and not math.isfinite(float(number(n))):
+            return False
+        if n[0] == "pow":
+            e = prog.nodes[n[2]]
+            if e[0] != "const" or not float(number(e)).is_integer() or not 0 <= float(number(e)) <= 64:
+                return False
+    return True
 
 
 def cost(g, refs):
@@ -325,17 +346,17 @@ def cost(g, refs):
 def pick_rows(prog: Program, ys, argnums):
     """(graph, rows): rows[k][j] is d ys[k] / d (entry j of the arguments ``argnums``) (None:
     0), by reverse accumulation (a sweep per y) or, where the program it builds costs less
-    (cost), by forward accumulation (a sweep per entry). Forward wins where entries are few:
-    their tangents near the arguments are constants that fold (d/dx of 8*x is 8), where every
-    adjoint is a product of what lies downstream (a scalar function's gradient: 0.7x the
+    (cost), by forward accumulation (a sweep per entry) of a polynomial of few entries: its
+    tangents near the arguments are constants that fold (d/dx of 8*x is 8), where every
+    adjoint is a product of what lies downstream (the founding function's gradient: 0.7x the
     time per point). The graph is a new one of ``prog`` either way."""
     g = Graph(prog)
     wrt = arg_nodes(g, argnums)
     rev = [reverse(g, y, wrt) for y in ys]
     live = [w for w in wrt if w is not None]
     if not live or (len(live) > FORWARD_ENTRIES and 2 * len(live) > len(ys)) or \
-            len(live) * len(prog.nodes) > FORWARD_WORK or \
-            any(n[0] in ("sum", "read") for n in prog.nodes) or any(o.loops or o.adds is not None for o in prog.outputs):
+            len(live) * len(prog.nodes) > FORWARD_WORK or not _polynomial(prog) or \
+            any(o.loops or o.adds is not None for o in prog.outputs):
         return g, rev
     f = Graph(prog)
     cols = [forward(f, ys, {w: f.const(1)}) if w is not None else [None] * len(ys) for w in arg_nodes(f, argnums)]

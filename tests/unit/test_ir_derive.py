@@ -225,6 +225,18 @@ def test_the_cheaper_accumulation_is_chosen():
     assert float(evaluate(derive.grad(prog, (0,)), 3.0)[0]) == -75279680
 
 
+@pytest.mark.parametrize("fn, x, want", [
+    (lambda x: math.log(math.exp(-x / 1e20)), 7e22, -1e-20),
+    (lambda x: math.log(1 / (1e100 * x)) + 8 * (1 - x) * (1 - 2 * x) ** 2, 1e-250, -1e250),
+])
+def test_gradients_of_more_than_polynomials_are_reverse_accumulated(fn, x, want):
+    """A forward tangent can underflow or overflow where the adjoint does not: exp(-x/1e20)'s
+    tangent at 7e22 is 1e-324, its log's derivative then -0.0 (a review find of forward
+    accumulation taken by cost alone). Only polynomials are tried forward."""
+    prog = trace(fn, [()])
+    assert float(evaluate(derive.grad(prog, (0,)), x)[0]) == pytest.approx(want, rel=1e-14)
+
+
 ONE_VARIABLE = [  # (traced, mpmath) functions of x and y, each a path forward accumulation takes
     (lambda x, y: np.where(x > 0, np.sqrt(x ** 2.5) * y, 0.3 * x * y), lambda x, y: (mpmath.sqrt(x ** 2.5) if x > 0 else 0.3 * x) * y),
     (lambda x, y: math.pow(1.5 + x, y) / (1 + x * x), lambda x, y: (1.5 + x) ** y / (1 + x * x)),
