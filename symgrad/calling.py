@@ -43,32 +43,38 @@ class Stores:
     of their own, on some CPUs lower than that of plain stores). So the first large calls try
     each mode TRIALS times, in turn (the first calls may pay one-off costs such as page
     faults); later calls take the mode with the lowest time per byte (the best of its last
-    WINDOW calls) and every EXPLORE-th call re-times another. The results are the same bytes
-    in every mode. (Not locked: calls from several threads at once may blur the timings,
-    which only ever changes the mode.)"""
+    WINDOW calls) and every EXPLORE-th call re-times another. Calls writing memory never
+    written before (``fresh``: results made by the call, which fault their pages in) keep
+    timings apart from those writing the caller's ``out=``: a page fault costs more than any
+    mode saves, and mixed in, fresh calls' timings set out= calls of rosen8's Hessian at 10^5
+    points to the mode half as fast. The results are the same bytes in every mode. (Not
+    locked: calls from several threads at once may blur the timings, which only ever changes
+    the mode.)"""
 
     MODES, TRIALS, EXPLORE, WINDOW = (1, 2, 0), 2, 16, 4
 
     def __init__(self, force=None):
-        self.recent = {m: [] for m in self.MODES}  # seconds per result byte of the last calls
+        # seconds per result byte of the last calls, and the number of calls, by freshness
+        self.recent = {fresh: {m: [] for m in self.MODES} for fresh in (False, True)}
+        self.calls = {False: 0, True: 0}
         self.used = {m: 0 for m in self.MODES}
-        self.calls, self.force = 0, force
+        self.force = force
 
-    def pick(self):
+    def pick(self, fresh=False):
         if self.force is not None:
             return self.force
-        self.calls += 1
-        k = len(self.MODES)
-        if self.calls <= k * self.TRIALS:
-            return self.MODES[(self.calls - 1) % k]
-        ranked = sorted(self.MODES, key=lambda m: min(self.recent[m], default=0.0))  # untimed: try it
-        if self.calls % self.EXPLORE == 0:
-            return ranked[1 + (self.calls // self.EXPLORE) % (k - 1)]
+        self.calls[fresh] += 1
+        calls, recent, k = self.calls[fresh], self.recent[fresh], len(self.MODES)
+        if calls <= k * self.TRIALS:
+            return self.MODES[(calls - 1) % k]
+        ranked = sorted(self.MODES, key=lambda m: min(recent[m], default=0.0))  # untimed: try it
+        if calls % self.EXPLORE == 0:
+            return ranked[1 + (calls // self.EXPLORE) % (k - 1)]
         return ranked[0]
 
-    def record(self, mode, seconds_per_byte):
+    def record(self, mode, seconds_per_byte, fresh=False):
         self.used[mode] += 1
-        times = self.recent[mode]
+        times = self.recent[fresh][mode]
         times.append(seconds_per_byte)
         del times[:-self.WINDOW]
 
@@ -161,13 +167,14 @@ class Plan:
             # inputs to copy (broadcast, strided, misaligned) are copied a chunk of points at a
             # time, so that a broadcast input stays small; a batch of one chunk is copied whole
             per_point = sum(x.itemsize * prod(core) for x, ok, (_, core) in zip(ins, ready, self.args) if not ok)
+            fresh = out is None or any(w is not r for w, r in zip(work, results))  # (scratch: np.empty)
             if n * per_point <= CHUNK_BYTES:
-                self._run(n, [x if ok else x.copy() for x, ok in zip(ins, ready)], work)
+                self._run(n, [x if ok else x.copy() for x, ok in zip(ins, ready)], work, fresh)
             else:
                 for idx in _chunks(batch, max(1, CHUNK_BYTES // per_point)):
                     outs = [w[idx] for w in work]
                     part = [x[idx] if ok else x[idx].copy() for x, ok in zip(ins, ready)]
-                    self._run(outs[0].size // self.sizes[0], part, outs)
+                    self._run(outs[0].size // self.sizes[0], part, outs, fresh)
                     del part  # before the next chunk's copies are made
         for r, w in zip(results, work):
             if r is not w:
@@ -176,18 +183,19 @@ class Plan:
             return out
         return nest(self.structure, [r[()] if r.ndim == 0 else r for r in results])
 
-    def _run(self, n, ins, outs):
-        """One kernel call on n points of C-contiguous inputs and results."""
+    def _run(self, n, ins, outs, fresh):
+        """One kernel call on n points of C-contiguous inputs and results (``fresh``: made by
+        this call, see Stores)."""
         nbytes = n * self.total * self.itemsize
         serial = SERIAL if _Fork.forked or n < self.par_points else 0
         stores = self.stores if nbytes >= self.stream_bytes else None
         if stores is None:
             self.kernel.run(n, serial, ins, outs)
         else:
-            mode = stores.pick()
+            mode = stores.pick(fresh)
             t = time.perf_counter()
             self.kernel.run(n, mode | serial, ins, outs)
-            stores.record(mode, (time.perf_counter() - t) / nbytes)
+            stores.record(mode, (time.perf_counter() - t) / nbytes, fresh)
 
     def _outputs(self, out, batch):
         shapes = [batch + s for s in self.shapes]
