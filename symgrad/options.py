@@ -44,7 +44,7 @@ class Options:
     # Local arrays of a kernel larger than this many bytes live on the heap, not the stack.
     max_stack_bytes: int = 64 << 10
     # Batches with results of at least stream_bytes may run in tiles that leave as whole
-    # cache lines (see function._Stores) when the kernel costs at most
+    # cache lines (see calling.Stores) when the kernel costs at most
     # stream_cost_per_number operations per result number (a call of an elementary function
     # counts as call_cost): below that, arithmetic bounds the kernel, not writing memory.
     stream_bytes: int = 8 << 20
