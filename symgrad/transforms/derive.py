@@ -1,8 +1,9 @@
 """Derivatives of a Program, IR -> IR: reverse accumulation (gradients, Jacobian rows) and
 forward accumulation (the same where its program costs less: pick_rows; Hessian-vector
-products over a gradient, n-th derivatives); Hessians are hessian.py's. A sum over loops is differentiated as any op: its partial by what its body
-reads is the sum of the body's partial (body_partials), and a gradient by an argument the
-loops read is a scatter of the body's partials by its reads.
+products over a gradient, n-th derivatives); Hessians are hessian.py's. A sum over loops is
+differentiated as any op: its partial by what its body reads is the sum of the body's
+partial (body_partials), and a gradient by an argument the loops read is a scatter of the
+body's partials by its reads.
 
 Each node's local partials come from its op's rule (ir/ops.py). A product with a select one
 of whose branches is 0 (an adjoint through np.where, a step's 0/1) moves inside the select,
@@ -15,7 +16,7 @@ from collections import defaultdict
 
 from ..errors import CompileError
 from ..ir.graph import LEAVES, Graph, number
-from ..ir.ops import LIBRARY, OPS
+from ..ir.ops import OPS
 from ..program import Program
 
 
@@ -309,8 +310,6 @@ def looped_args(prog):
 # 1.9x reverse's.
 FORWARD_ENTRIES, FORWARD_WORK = 4, 20_000
 _POLYNOMIAL = frozenset({"const", "arg", "add", "sub", "mul", "neg", "pow"})
-_WEIGHTS = {"div": 4, "pow": 20}  # the relative cost of a node in a kernel (pick_rows); 1 elsewhere,
-_CALL_WEIGHT = 20  # a library call 20 (as Options.call_cost weighs one); an integer power 2
 
 
 def _polynomial(prog):
@@ -329,18 +328,10 @@ def _polynomial(prog):
 
 
 def cost(g, refs):
-    """A kernel's arithmetic for the nodes ``refs`` need: what pick_rows compares."""
-    total, nodes = 0, g.nodes
-    for i in g.cone(refs):
-        n = nodes[i]
-        op = n[0]
-        if op in LEAVES or op == "select" or OPS[op].condition:
-            total += op == "select"
-        elif op == "pow" and g.is_const(n[2]) and float(g.value(n[2])).is_integer():
-            total += 2
-        else:
-            total += _WEIGHTS.get(op, _CALL_WEIGHT if op in LIBRARY else 1)
-    return total
+    """The arithmetic of a polynomial program's nodes ``refs`` need (what pick_rows compares):
+    one an operation, two an integer power (printed as multiplications)."""
+    nodes = g.nodes
+    return sum(1 + (nodes[i][0] == "pow") for i in g.cone(refs) if nodes[i][0] not in LEAVES)
 
 
 def pick_rows(prog: Program, ys, argnums):
