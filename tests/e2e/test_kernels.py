@@ -199,6 +199,7 @@ def test_small_batches_take_no_store_policy():
     G(np.ones(10))
     before = dict(G.plan.stores.used)
     G(np.ones(1000))
+    G(np.ones(2000)[::2])  # strided: the Python path, whose threshold this checks too
     assert G.plan.stores.used == before  # below STREAM_BYTES: plain blocks, nothing timed
 
 
