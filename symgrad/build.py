@@ -18,7 +18,7 @@ from pathlib import Path
 
 from . import cache, forksafe
 from .errors import CompileError
-from .render.target import TARGETS
+from .render.target import TARGETS, units_text
 from .runtime import csrc_dir
 
 VERSION = "0.1.0"
@@ -173,7 +173,7 @@ def build(key, source, *, parts=(), extra_flags=(), meta=None, aliases=()):
                 import tempfile
                 with tempfile.TemporaryDirectory(prefix=".build-", dir=d) as tmp:
                     so = _compile_with_fallbacks(source + stamp, key, Path(tmp), extra_flags, parts)
-                    c_text = "\n/* ---- next translation unit ---- */\n".join((source + stamp,) + tuple(parts))
+                    c_text = units_text((source + stamp,) + tuple(parts))
                     with open(so, "rb") as f:
                         data = f.read()
                     lib = cache.install(d, key, data, c_text, compiler_identity())

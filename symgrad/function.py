@@ -195,8 +195,9 @@ class Function(Callable):
 
     @property
     def c_source(self):
-        """The C source of the in-process kernel this Function is compiled from."""
-        return self.kernel.source
+        """The C source of the in-process kernel this Function is compiled from (every
+        translation unit of it)."""
+        return self.kernel.text
 
     def standalone(self, target="c99", name=None):
         """This Function as standalone source for ``target`` ("c99" or "cuda"): a render.c99.Unit

@@ -132,5 +132,14 @@ class Kernel:
     name: str
     source: str       # definitions (includes symgrad_rt.h)
     ops: int
-    parts: tuple = ()   # further translation units (segments of a large kernel), compiled in parallel
+    parts: tuple = ()   # further translation units (a tail's, a large kernel's segments), compiled in parallel
     cflags: tuple = ()  # compiler flags this kernel needs beyond the target's
+
+    @property
+    def text(self):
+        """Every translation unit, in one text (as the cache keeps it beside the library)."""
+        return units_text((self.source,) + self.parts)
+
+
+def units_text(units):
+    return "\n/* ---- next translation unit ---- */\n".join(units)

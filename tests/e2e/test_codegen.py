@@ -300,11 +300,18 @@ def _small():
     return symgrad.compile(small, [(), (2,)])
 
 
+def _ring(x):
+    return sum(math.sin(x[i]) * x[(i + 1) % 8] for i in range(8))
+
+
 def test_golden_files_of_each_target(golden):
     from symgrad.render import TARGETS, render
     G = _small().grad
     k = render(G.optimized(), G.c_name, TARGETS["cpu", "float64"], 256, G.options, title=G.title)
-    golden("small_grad_cpu.c", k.source)
+    golden("small_grad_cpu.c", k.text)
+    R = symgrad.compile(_ring, [(8,)]).grad  # 16 numbers a point: its tail is a unit of its own
+    k = render(R.optimized(), R.c_name, TARGETS["cpu", "float64"], 256, R.options, title=R.title)
+    golden("ring_grad_cpu.c", k.text)
     files = sources(_small(), ["value", "grad"], "small", cuda=True)
     for fname, text in files.items():
         golden(fname, text)

@@ -120,6 +120,29 @@ def test_fixed_entries_of_array_results_in_every_path(dtype):
     plan.stores.force = None
 
 
+def test_a_tail_compiled_apart_gives_the_bytes_of_the_blocks():
+    """A kernel moving 16 numbers a point or more compiles its tail (and one-point entry) as a
+    translation unit of its own, beside the blocks: the same lane code, so the same bytes for a
+    point whichever path computes it, vector maths included."""
+    def f(x):
+        return sum(math.exp(-x[i] * x[i]) * math.sin(x[i + 1]) + math.atan2(x[i], 1.0 + x[i + 1] ** 2)
+                   for i in range(7)) + math.log1p(x[0] ** 2)
+    G = symgrad.compile(f, shapes=[(8,)]).grad
+    assert len(G.kernel.parts) == 1 and "_tail(" in G.kernel.parts[0]
+    assert G.c_source.count("_tail(") >= 3  # declared and called in the main unit, defined in the other
+    xs = sp.symbols("x0:8")
+    expr = sum(sp.exp(-xs[i] ** 2) * sp.sin(xs[i + 1]) + sp.atan2(xs[i], 1 + xs[i + 1] ** 2) for i in range(7)) \
+        + sp.log(1 + xs[0] ** 2)
+    grad = sp.lambdify(xs, [sp.diff(expr, v) for v in xs], "mpmath")
+    x = np.random.default_rng(11).uniform(-2, 2, (1031, 8))
+    big = G(x)
+    np.testing.assert_allclose(big[:6], [[float(g) for g in grad(*v)] for v in x[:6]], rtol=1e-13, atol=1e-15)
+    for k in (0, 1, 2, 3, 1030):  # single points: the tail, in the other unit
+        np.testing.assert_array_equal(G(x[k]), big[k])
+    for n in (1, 2, 3, 5, 7, 9):  # blocks and a tail
+        np.testing.assert_array_equal(G(x[:n]), big[:n])
+
+
 def test_results_that_are_numbers_only():
     """A quadratic's Hessian is all numbers: the lane code computes nothing for it."""
     A = np.array([[2.0, 1.0, 0.0, 0.0, 0.5], [1.0, 3.0, 0.0, 0.0, 0.0], [0.0, 0.0, 4.0, 0.0, 0.0],
