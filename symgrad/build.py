@@ -22,7 +22,7 @@ from .render.target import TARGETS, units_text
 from .runtime import csrc_dir
 
 VERSION = "0.1.0"
-_lock = forksafe.RLock()  # guards _building
+_lock = forksafe.RLock()  # guards _building and _asked
 _building = {}  # key -> lock held while that key builds
 _swept = set()
 
@@ -109,6 +109,21 @@ def compiler_identity():
     return {"cc": " ".join(cc), "compiler": _identity(cc)}
 
 
+_asked = set()
+
+
+def _ask_identity_meanwhile():
+    """Ask the compiler's ``--version`` on a thread while the first kernel compiles: a process
+    of its own (7 ms here), which the first call otherwise waits for after the compile."""
+    import threading
+    cc = tuple(compiler())
+    with _lock:
+        if cc in _asked:
+            return
+        _asked.add(cc)
+    threading.Thread(target=_identity, args=(cc,), name="symgrad-cc-version", daemon=True).start()
+
+
 def load(key):
     """The library built for ``key`` (in this process, or a verified cache entry), or None."""
     return cache.lookup(key)
@@ -172,6 +187,7 @@ def build(key, source, *, parts=(), extra_flags=(), meta=None, aliases=()):
             try:
                 import tempfile
                 with tempfile.TemporaryDirectory(prefix=".build-", dir=d) as tmp:
+                    _ask_identity_meanwhile()
                     so = _compile_with_fallbacks(source + stamp, key, Path(tmp), extra_flags, parts)
                     c_text = units_text((source + stamp,) + tuple(parts))
                     with open(so, "rb") as f:
