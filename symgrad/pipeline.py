@@ -5,7 +5,6 @@ is slow (source.stage)."""
 from __future__ import annotations
 
 import math
-import os
 
 from . import calling
 from .source import C_COMPILE_BASE, RATES, stage
@@ -111,7 +110,7 @@ def library(fn):
         k = f.kernel
         with stage(f.c_name, "C compile", lambda: f" ({k.ops} operations)",
                    lambda: (k.ops, C_COMPILE_BASE + RATES["C compile"] * k.ops)):
-            lib = build.build(key, k.source, parts=k.parts, extra_flags=k.cflags, meta=meta)
+            lib = build.build(key, k.source, parts=k.parts, tails=k.tails, extra_flags=k.cflags, meta=meta)
     data = fn.traced.data
     if fn._sparse_kind and fn.traced.has_loops:  # with the pattern's index arrays (transforms/sparsity_loops.py)
         data = fn.optimized().data
@@ -142,7 +141,7 @@ def build_together(fns):
             build.build_many([(key, k, meta) for key, k, meta, _ in group])
     if len(groups) > 1:
         from concurrent.futures import ThreadPoolExecutor
-        with ThreadPoolExecutor(min(len(groups), os.cpu_count() or 1)) as pool:
+        with ThreadPoolExecutor(min(len(groups), build.usable_cpus())) as pool:
             list(pool.map(compile_group, groups.values()))
     else:
         for group in groups.values():

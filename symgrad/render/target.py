@@ -132,13 +132,15 @@ class Kernel:
     name: str
     source: str       # definitions (includes symgrad_rt.h)
     ops: int
-    parts: tuple = ()   # further translation units (a tail's, a large kernel's segments), compiled in parallel
+    parts: tuple = ()   # further translation units (a large kernel's segments), compiled in parallel
     cflags: tuple = ()  # compiler flags this kernel needs beyond the target's
+    tails: tuple = ()   # units that compile apart where there are several cores, else appended to source
 
     @property
     def text(self):
-        """Every translation unit, in one text (as the cache keeps it beside the library)."""
-        return units_text((self.source,) + self.parts)
+        """Every translation unit, in one text that also compiles as one unit (as the cache
+        keeps it beside the library)."""
+        return units_text((self.source,) + self.tails + self.parts)
 
 
 def units_text(units):

@@ -300,7 +300,7 @@ def _small():
     return symgrad.compile(small, [(), (2,)])
 
 
-def _ring(x):
+def ring8(x):
     return sum(math.sin(x[i]) * x[(i + 1) % 8] for i in range(8))
 
 
@@ -309,7 +309,7 @@ def test_golden_files_of_each_target(golden):
     G = _small().grad
     k = render(G.optimized(), G.c_name, TARGETS["cpu", "float64"], 256, G.options, title=G.title)
     golden("small_grad_cpu.c", k.text)
-    R = symgrad.compile(_ring, [(8,)]).grad  # 16 numbers a point: its tail is a unit of its own
+    R = symgrad.compile(ring8, [(8,)]).grad  # 16 numbers a point: its tail is a unit of its own
     k = render(R.optimized(), R.c_name, TARGETS["cpu", "float64"], 256, R.options, title=R.title)
     golden("ring_grad_cpu.c", k.text)
     files = sources(_small(), ["value", "grad"], "small", cuda=True)

@@ -51,8 +51,8 @@ def springs(x):
 
 
 def _c(fn):
-    """All the C of a Function's kernel (its main unit and its segments' units)."""
-    return fn.kernel.source + "".join(fn.kernel.parts)
+    """All the C of a Function's kernel (every translation unit)."""
+    return fn.c_source
 
 
 def _bits(a):
