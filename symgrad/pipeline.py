@@ -132,7 +132,11 @@ def build_together(fns):
         shipped = f.__dict__.get("_shipped") or {}
         if build.load(f.key) is None and shipped.get("key") != f.key:  # (a pickle's library: library())
             k = f.kernel  # kernels of loops bind their data by file-level names: a library each
-            groups.setdefault((k.cflags, f.key if f.loops else None), []).append((f.key, k, f._meta(), f.name))
+            # kernels of one C name (two lambdas: an objective and its constraints) go to different libraries
+            group, apart = (k.cflags, f.key if f.loops else None), 0
+            while any(other.name == k.name for _, other, _, _ in groups.get((group, apart), ())):
+                apart += 1
+            groups.setdefault((group, apart), []).append((f.key, k, f._meta(), f.name))
 
     def compile_group(group):
         ops = sum(k.ops for _, k, _, _ in group)

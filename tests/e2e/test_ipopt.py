@@ -25,6 +25,17 @@ CB = symgrad.ipopt.Callbacks(f, g, 4)
 X0 = np.array([1.0, 5.0, 5.0, 1.0])
 
 
+def test_callbacks_of_two_lambdas():
+    """An objective and constraints that are both lambdas: kernels of the same C names, which
+    are built into different libraries (in one, their C clashed: a compile error)."""
+    cb = symgrad.ipopt.Callbacks(lambda x: x[0] ** 2 + 3.0 * x[1], lambda x: np.array([x[0] * x[1], x[1] ** 3]), 2)
+    x = np.array([1.5, -0.5])
+    assert cb.objective(x) == 1.5 ** 2 - 1.5
+    assert np.array_equal(cb.gradient(x), [3.0, 3.0])
+    assert np.array_equal(cb.constraints(x), [-0.75, -0.125])
+    assert np.array_equal(_matrix(cb.jacobianstructure(), cb.jacobian(x), 2, 2), [[-0.5, 1.5], [0.0, 0.75]])
+
+
 def _matrix(structure, values, n, m=None, lower=False):
     out = np.zeros((m or n, n))
     out[structure] = values
