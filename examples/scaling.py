@@ -72,12 +72,11 @@ def worker(case, size, what):
     o = timed("optimize", lambda: optimize.optimize(d, opts))
     k = timed("generate C", lambda: render.render(o, f"{case}{size}_{what}", render.TARGETS["cpu", "float64"],
                                                   build.vector_bits(), opts, optional=int(shared)))
-    timed("C compile", lambda: build.build(f"scaling_{prog.key[:24]}_{what}", k.source, parts=k.parts,
-                                           extra_flags=k.cflags))
+    timed("C compile", lambda: build.build_kernel(f"scaling_{prog.key[:24]}_{what}", k))
     peak = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
                resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024
     print(json.dumps({"stages": t, "program": prog.count_ops(), "derivative": d.count_ops(),
-                      "optimized": o.count_ops(), "ops": k.ops, "units": 1 + len(k.parts),
+                      "optimized": o.count_ops(), "ops": k.ops, "units": 1 + len(k.parts) + len(k.tails),
                       "peak_mb": peak}))
 
 

@@ -154,13 +154,18 @@ def build_many(kernels):
         todo = [e for e in kernels if cache.lookup(e[0]) is None]
         if len(todo) == 1:
             key, kern, meta = todo[0]
-            build(key, kern.source, parts=kern.parts, tails=kern.tails, extra_flags=kern.cflags, meta=meta)
+            build_kernel(key, kern, meta)
         elif todo:
             build(todo[0][0], "\n".join(kern.source for _, kern, _ in todo),
                   parts=tuple(p for _, kern, _ in todo for p in kern.parts),
                   tails=tuple(t for _, kern, _ in todo for t in kern.tails),
                   extra_flags=todo[0][1].cflags, meta={"members": {k: meta for k, _, meta in todo}},
                   aliases=tuple(k for k, _, _ in todo[1:]))
+
+
+def build_kernel(key, kern, meta=None):
+    """The library of render.Kernel ``kern``, every unit of it, filed under ``key`` (build)."""
+    return build(key, kern.source, parts=kern.parts, tails=kern.tails, extra_flags=kern.cflags, meta=meta)
 
 
 def build(key, source, *, parts=(), tails=(), extra_flags=(), meta=None, aliases=()):

@@ -110,7 +110,7 @@ def library(fn):
         k = f.kernel
         with stage(f.c_name, "C compile", lambda: f" ({k.ops} operations)",
                    lambda: (k.ops, C_COMPILE_BASE + RATES["C compile"] * k.ops)):
-            lib = build.build(key, k.source, parts=k.parts, tails=k.tails, extra_flags=k.cflags, meta=meta)
+            lib = build.build_kernel(key, k, meta)
     data = fn.traced.data
     if fn._sparse_kind and fn.traced.has_loops:  # with the pattern's index arrays (transforms/sparsity_loops.py)
         data = fn.optimized().data

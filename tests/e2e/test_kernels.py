@@ -18,7 +18,7 @@ def compiled(F, vector_bits):
     """The caller of Function F's kernel rendered for ``vector_bits``-bit blocks."""
     target = TARGETS["cpu", str(F.dtype)]
     k = render(F.optimized(), F.c_name, target, vector_bits, F.options)
-    lib = build.build(f"{F.key}_{vector_bits}", k.source, parts=k.parts, tails=k.tails, extra_flags=k.cflags)
+    lib = build.build_kernel(f"{F.key}_{vector_bits}", k)
     return k, lib.kernel(target.entry(F.c_name, "call"), F.dtype, [c for _, c in F.args], F.result_shapes(), (),
                          0, None)
 
