@@ -30,7 +30,7 @@ class Callbacks:
             self.m, self.g = 0, None
 
             def lagrangian(x, sigma, lam):
-                return sigma * objective(x)
+                return sigma * _user(objective)(x)
         else:
             self.g = _compile(constraints, [(n,)], dtype=dtype)
             shapes = self.g.result_shapes()
@@ -42,7 +42,7 @@ class Callbacks:
                 raise ValueError("the constraints return no numbers: pass constraints=None for a problem without them")
 
             def lagrangian(x, sigma, lam):
-                return sigma * objective(x) + np.dot(lam, constraints(x))
+                return sigma * _user(objective)(x) + np.dot(lam, _user(constraints)(x))
         lagrangian.__name__ = lagrangian.__qualname__ = f"{self.f.py_name}_lagrangian"
         self.L = _compile(lagrangian, [(n,), (), (max(self.m, 1),)], dtype=dtype)
         self._jac = self.g.jacobian._sparse() if self.g is not None else None
@@ -83,6 +83,13 @@ class Callbacks:
         if lam.shape != (self.m,):
             raise ValueError(f"lagrange must have shape ({self.m},) (one multiplier per constraint), got {lam.shape}")
         return _values(self._hess, self._point(x), float(obj_factor), lam if self.m else np.zeros(1))
+
+
+def _user(f):
+    """``f`` as the tracer calls user code (rewritten: math.exp of a traced value traced, not
+    asked for its float()): the Lagrangian, written here, is library code, which runs as it is."""
+    from .tracing.registry import HOOKS
+    return HOOKS.intercept(f)
 
 
 def _structure(sparse):

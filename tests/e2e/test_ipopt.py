@@ -1,6 +1,7 @@
 """symgrad.ipopt: HS071 (Hock & Schittkowski 71, IPOPT's own example) as callbacks, checked
 against its derivatives by hand, solved through them by scipy's trust-constr and, where
 cyipopt is installed, by IPOPT to its known optimum."""
+import math
 import sys
 import types
 
@@ -34,6 +35,26 @@ def test_callbacks_of_two_lambdas():
     assert np.array_equal(cb.gradient(x), [3.0, 3.0])
     assert np.array_equal(cb.constraints(x), [-0.75, -0.125])
     assert np.array_equal(_matrix(cb.jacobianstructure(), cb.jacobian(x), 2, 2), [[-0.5, 1.5], [0.0, 0.75]])
+
+
+def test_callbacks_of_functions_of_the_math_module():
+    """The Lagrangian (symgrad's code) calls the user's functions as the tracer calls user code:
+    math.exp and a generator of math.sin calls are traced (they asked a traced value for its
+    float() before)."""
+    def obj(x):
+        return math.exp(x[0]) + sum(math.sin(v) for v in x)
+
+    def con(x):
+        return np.array([math.cos(x[0]) * x[1]])
+    cb = symgrad.ipopt.Callbacks(obj, con, 3)
+    x = np.array([0.3, -1.2, 2.0])
+    np.testing.assert_allclose(cb.objective(x), math.exp(0.3) + sum(map(math.sin, x)), rtol=1e-15)
+    np.testing.assert_allclose(cb.gradient(x), [math.exp(0.3) + math.cos(0.3), math.cos(-1.2), math.cos(2.0)], rtol=1e-15)
+    H = _matrix(cb.hessianstructure(), cb.hessian(x, [0.7], 2.0), 3, lower=True)
+    a, b = x[0], x[1]
+    expect = np.diag([2.0 * (math.exp(a) - math.sin(a)) - 0.7 * math.cos(a) * b, -2.0 * math.sin(b), -2.0 * math.sin(2.0)])
+    expect[0, 1] = expect[1, 0] = -0.7 * math.sin(a)
+    np.testing.assert_allclose(H, expect, rtol=1e-14, atol=1e-15)
 
 
 def _matrix(structure, values, n, m=None, lower=False):
