@@ -144,4 +144,5 @@ class Kernel:
 
 
 def units_text(units):
+    """Translation units in one text, each after a marker line (a comment: the text compiles)."""
     return "\n/* ---- next translation unit ---- */\n".join(units)
