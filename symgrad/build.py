@@ -16,7 +16,7 @@ import sysconfig
 from functools import lru_cache
 from pathlib import Path
 
-from . import cache, forksafe
+from . import cache, forksafe, pch
 from .errors import CompileError
 from .render.target import TARGETS, units_text
 from .runtime import csrc_dir
@@ -307,25 +307,44 @@ def _unit_label(text):
 def _compile(source, key, tmp, build_flags, parts=()):
     """Compile the kernel ``source`` and any further translation units ``parts`` into a
     shared library in ``tmp``: one compiler run for one unit; several compile in parallel,
-    then link. Returns the library's path."""
+    then link. Units read the runtime header precompiled where it is (pch.py); a compile that
+    fails reading it is made again from the header itself. Returns the library's path."""
     cc = compiler()
     _check_compiler()
-    units = []
-    for k, part in enumerate((source,) + tuple(parts)):
+    units, texts = [], (source,) + tuple(parts)
+    for k, part in enumerate(texts):
         units.append(os.path.join(tmp, f"part{k}.c"))
         with open(units[-1], "w") as f:
             f.write(part)
+    cflags = [*[f for f in build_flags if not f.startswith("-l")], "-I", str(csrc_dir())]
+    pchs = [pch.include_dirs(cc, cflags, text) for text in texts]
+    try:
+        out = _compile_units(cc, cflags, pchs, units, texts, key, tmp, build_flags)
+    except _CompilerFailed:
+        if not any(pchs):
+            raise
+        for args in pchs:
+            pch.discard(args)
+        pchs = [[] for _ in units]
+        out = _compile_units(cc, cflags, pchs, units, texts, key, tmp, build_flags)
+    for args, text in zip(pchs, texts):
+        if not args:
+            pch.prepare(cc, cflags, text)
+    return out
+
+
+def _compile_units(cc, cflags, pchs, units, texts, key, tmp, build_flags):
     out = os.path.join(tmp, f"_sg_{key}{cache.EXT}")
     libs = [f for f in build_flags if f.startswith("-l")] + list(CPU.libs)
-    cflags = [*cc, *[f for f in build_flags if not f.startswith("-l")], "-I", str(csrc_dir())]
     if len(units) == 1:
-        _run([[*cflags, *CPU.link_flags, units[0], "-o", out, *libs]], units, ["compiling the kernel"])
+        _run([[*cc, *cflags[:-2], *pchs[0], *cflags[-2:], *CPU.link_flags, units[0], "-o", out, *libs]], units,
+             ["compiling the kernel"])
         return out
     objs = [u[:-2] + ".o" for u in units]
     what = ["compiling the kernel"] + [f"compiling unit {k} of the kernel ({_unit_label(part)})"
-                                       for k, part in enumerate(parts, 1)]
-    _run([[*cflags, "-c", u, "-o", o] for u, o in zip(units, objs)], units, what,
-         sizes=[os.path.getsize(u) for u in units])
+                                       for k, part in enumerate(texts[1:], 1)]
+    _run([[*cc, *cflags[:-2], *p, *cflags[-2:], "-c", u, "-o", o] for u, o, p in zip(units, objs, pchs)], units,
+         what, sizes=[os.path.getsize(u) for u in units])
     _run([[*cc, *CPU.link_flags, *[f for f in build_flags if f in CPU.openmp_flags], *objs, "-o", out, *libs]],
          [units[0]], ["linking the library"])
     return out

@@ -1,0 +1,104 @@
+"""The precompiled runtime header (symgrad/pch.py): every kind of translation unit compiles to
+the same object code reading it as reading the header's text, and a damaged one never fails a
+build nor changes a result."""
+import math
+import os
+import subprocess
+import time
+
+import numpy as np
+import pytest
+
+import symgrad
+from symgrad import build, pch
+from symgrad.render import TARGETS, render
+from symgrad.runtime import csrc_dir
+
+
+def ring8(x):
+    return sum(math.sin(x[i]) * x[(i + 1) % 8] for i in range(8))
+
+
+def lj(x):
+    e = 0.0
+    for i in range(5):
+        for j in range(i + 1, 5):
+            r2 = sum((x[3 * i + k] - x[3 * j + k]) ** 2 for k in range(3))
+            e += 4.0 * (r2 ** -6 - r2 ** -3)
+    return e
+
+
+def _kernel(F):
+    return render(F.optimized(), F.c_name, TARGETS["cpu", "float64"], build.vector_bits(), F.options, title=F.title)
+
+
+def _units():
+    """(label, unit text, extra flags) of a kernel of one unit, of a tail unit, and of segments."""
+    one = _kernel(symgrad.compile(lambda x: 64 * x * (1 - x) * math.pow(1 - 2 * x, 2), [()]).grad)
+    tail = _kernel(symgrad.compile(ring8, [(8,)]).grad)
+    large = _kernel(symgrad.compile(lj, [(15,)], options=symgrad.Options(large_kernel_ops=1)).hessian)
+    assert not one.parts and not one.tails and tail.tails and large.parts  # the three kinds are there
+    return [("one unit", one.source, one.cflags), ("tail unit", tail.tails[0], tail.cflags),
+            ("segments", large.parts[-1], large.cflags)]
+
+
+def _flags(extra):
+    return [*[f for f in build.flags() + tuple(extra) if not f.startswith("-l")], "-I", str(csrc_dir())]
+
+
+def _precompiled(flags, text, seconds=120):
+    """The precompiled header's -I arguments for ``text``, waiting for its build."""
+    deadline = time.monotonic() + seconds
+    pch.prepare(build.compiler(), flags, text)
+    while True:
+        args = pch.include_dirs(build.compiler(), flags, text)
+        if args:
+            return args
+        assert time.monotonic() < deadline, "no precompiled header was built"
+        time.sleep(0.05)
+
+
+def _object(tmp_path, name, flags, text, pch_args=()):
+    (tmp_path / name).mkdir()
+    src, obj = tmp_path / name / "unit.c", tmp_path / name / "unit.o"  # one name: it is in the object
+    src.write_text(text)
+    r = subprocess.run([*build.compiler(), *flags[:-2], *pch_args, *flags[-2:], "-H", "-c", str(src), "-o", str(obj)],
+                       capture_output=True, text=True, check=True)
+    used = any(line.startswith("! ") and line.endswith(".gch") for line in r.stderr.splitlines())
+    return obj.read_bytes(), used
+
+
+def test_each_kind_of_unit_compiles_to_the_same_object_with_the_precompiled_header(tmp_path):
+    for k, (label, text, extra) in enumerate(_units()):
+        flags = _flags(extra)
+        args = _precompiled(flags, text)
+        plain, used_plain = _object(tmp_path, f"plain{k}", flags, text)
+        fast, used = _object(tmp_path, f"pch{k}", flags, text, args)
+        assert used and not used_plain, f"{label}: the precompiled header was {'not ' * (not used)}read"
+        assert fast == plain, f"{label}: the object code differs with the precompiled header"
+
+
+def test_a_damaged_precompiled_header_is_discarded_and_the_kernel_is_right(tmp_path):
+    text = _kernel(symgrad.compile(lambda x: x * x, [()]).grad).source
+    flags = _flags(())
+    args = _precompiled(flags, text)
+    gch = os.path.join(args[1], pch.HEADER + ".gch")
+    half = os.path.getsize(gch) // 2
+    with open(gch, "r+b") as f:  # cut short: GCC stops with "cannot read PCH file"
+        f.truncate(half)
+    c = 1.0 + 2.0 ** -20  # a function no other test compiles
+    G = symgrad.compile(lambda x: math.exp(c * x) * x, [()]).grad
+    x = np.linspace(0.25, 2.0, 8)
+    np.testing.assert_allclose(G(x), np.exp(c * x) * (1.0 + c * x), rtol=1e-15, atol=0)
+    assert not os.path.exists(gch) or os.path.getsize(gch) != half  # removed (or since built again)
+
+
+def test_a_unit_with_anything_but_defines_before_the_include_reads_the_header_itself():
+    flags = _flags(())
+    assert pch.include_dirs(build.compiler(), flags, 'int x;\n#include "symgrad_rt.h"\n') == []
+    assert pch.include_dirs(build.compiler(), flags, "/* no runtime */\nint x;\n") == []
+
+
+@pytest.mark.parametrize("cc", [["ccache", "gcc"], ["no-such-compiler-anywhere"]])
+def test_no_precompiled_header_for_a_compiler_wrapper_or_a_missing_compiler(cc):
+    assert pch.include_dirs(cc, _flags(()), '#include "symgrad_rt.h"\n') == []
