@@ -308,7 +308,7 @@ def _compile(source, key, tmp, build_flags, parts=()):
     """Compile the kernel ``source`` and any further translation units ``parts`` into a
     shared library in ``tmp``: one compiler run for one unit; several compile in parallel,
     then link. Units read the runtime header precompiled where it is (pch.py); a compile that
-    fails reading it is made again from the header itself. Returns the library's path."""
+    may have failed reading it is made again from the header itself. Returns the library's path."""
     cc = compiler()
     _check_compiler()
     units, texts = [], (source,) + tuple(parts)
@@ -320,8 +320,8 @@ def _compile(source, key, tmp, build_flags, parts=()):
     pchs = [pch.include_dirs(cc, cflags, text) for text in texts]
     try:
         out = _compile_units(cc, cflags, pchs, units, texts, key, tmp, build_flags)
-    except _CompilerFailed:
-        if not any(pchs):
+    except _CompilerFailed as e:
+        if not any(pchs) or not pch.troubled(e.stderr):
             raise
         for args in pchs:
             pch.discard(args)

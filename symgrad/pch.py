@@ -1,14 +1,16 @@
 """The runtime header, precompiled (GCC's symgrad_rt.h.gch): a kernel's compile then does not
-parse <math.h>, <stdlib.h>, <omp.h> and the runtime again, 0.04-0.05 s of a small kernel's
-0.25-0.30 s on a 2-core machine.
+parse <math.h>, <stdlib.h>, <omp.h> and the runtime again, 0.02-0.05 s of a unit's 0.2-0.5 s
+on a 2-core machine.
 
-One per header text, compiler and flags (a directory named by their hash), kept beside the
-header as Python keeps __pycache__ beside a module: a product of the installed package, not
-of any kernel, so it outlives an emptied kernel cache. A compile that found none starts one
-when it is done, in a process of its own, which no call and no exit waits for. GCC reads a .gch only where the
-same compiler binary made it with the same target options and macros, and otherwise the
-header, the same code either way (tests/e2e/test_pch.py compares the objects); the hash
-covers what GCC does not check: the header's text and the flags."""
+One per header text, compiler, flags, include-path environment and the macros a unit defines
+before the include (a directory named by their hash), kept beside the header as Python keeps
+__pycache__ beside a module: a product of the installed package, not of any kernel, so it
+outlives an emptied kernel cache. A compile that found none starts one when it is done, in a
+process of its own that no call and no exit waits for. It precompiles a copy of the header
+text it hashed, and lists every file GCC read with its size and time: a .gch whose files
+changed since (a system header upgraded) is removed unused. GCC itself reads a .gch only
+where the same compiler binary made it with the same target options and macros, and
+otherwise the header: the same object code either way (tests/e2e/test_pch.py)."""
 from __future__ import annotations
 
 import hashlib
@@ -16,6 +18,7 @@ import os
 import re
 import shlex
 import shutil
+import sys
 import time
 from functools import lru_cache
 
@@ -23,44 +26,84 @@ from . import cachedir, forksafe
 from .runtime import csrc_dir
 
 HEADER = "symgrad_rt.h"
+GCH = HEADER + ".gch"
 DIR = "__pch__"
-KEEP = 8  # precompiled headers kept, the newest (header versions x flag sets x unit kinds)
-STALE = 300.0  # s: a build marker this old is one whose process died
+KEEP = 8  # precompiled headers kept: the most recently used
+STALE = 300.0  # s: a build marker (or a temporary file) this old is one whose process died
 # Wrappers that would not cache (or ship) a compile that reads a .gch: left as they are.
 WRAPPERS = frozenset({"ccache", "sccache", "distcc", "icecc"})
+# The environment that changes which headers GCC finds (the .gch stands for what it found).
+ENVIRONMENT = ("CPATH", "C_INCLUDE_PATH", "GCC_EXEC_PREFIX", "COMPILER_PATH")
 _INCLUDE = f'#include "{HEADER}"'
 _DEFINE = re.compile(r"#define (\w+)$")
 _lock = forksafe.RLock()
-_started = set()
+_started = set()  # keys whose build this process started
+_checked = set()  # directories whose files this process found unchanged
 
 
 def include_dirs(cc, flags, text):
     """The ``-I`` arguments (before the runtime's own) that let ``cc flags`` compile the unit
     ``text`` from the precompiled header: its directory, or none while there is none."""
     where = _place(cc, flags, text)
-    if where is not None and os.path.exists(os.path.join(*where, HEADER + ".gch")):
-        return ["-I", os.path.join(*where)]
-    return []
+    if where is None:
+        return []
+    d = os.path.join(*where)
+    return ["-I", d] if _current(d) else []
 
 
 def prepare(cc, flags, text):
     """Start building the precompiled header for such a unit, if there is none (after ``cc``
     compiled one: a compiler that refuses code is not asked to precompile)."""
     where = _place(cc, flags, text)
-    if where is not None and not os.path.exists(os.path.join(*where, HEADER + ".gch")):
+    if where is not None and not os.path.exists(os.path.join(*where, GCH)) \
+            and not os.path.exists(os.path.join(*where, "unsupported")):
         _start(*where, cc, flags, _prefix_defines(text))
 
 
-def _place(cc, flags, text):
-    defines = _prefix_defines(text)
-    return None if defines is None else _where(tuple(cc), tuple(flags), defines)
+def troubled(message):
+    """Whether a failed compile's message may come from reading a .gch (then it is made again
+    without): a damaged one stops GCC with "cannot read PCH file", or an internal error."""
+    message = message.lower()
+    return any(w in message for w in ("pch", ".gch", "precompiled", "internal compiler error"))
 
 
 def discard(args):
-    """Remove the precompiled header that ``include_dirs`` gave as ``args`` (a compile that
-    read it failed: a damaged file), so that no compile reads it again."""
+    """Remove the precompiled header that ``include_dirs`` gave as ``args``, so that no
+    compile reads it again."""
     if args:
+        with _lock:
+            _checked.discard(args[1])
         shutil.rmtree(args[1], ignore_errors=True)
+
+
+def _current(d):
+    """Whether the .gch in ``d`` is there and every file it was made from is as it was then
+    (checked once per process; a changed one is removed)."""
+    if d in _checked:
+        return True
+    try:
+        with open(os.path.join(d, "deps")) as f:
+            deps = [line.split(" ", 2) for line in f.read().splitlines()]
+        if not os.path.exists(os.path.join(d, GCH)):
+            return False
+        for size, mtime, path in deps:
+            st = os.stat(path)
+            if (st.st_size, st.st_mtime_ns) != (int(size), int(mtime)):
+                raise ValueError(path)
+    except FileNotFoundError as e:
+        if e.filename != os.path.join(d, "deps"):
+            discard(["-I", d])
+        return False
+    except (OSError, ValueError):
+        discard(["-I", d])
+        return False
+    with _lock:
+        _checked.add(d)
+    try:
+        os.utime(d)  # recently used: pruned last
+    except OSError:
+        pass
+    return True
 
 
 def _prefix_defines(text):
@@ -79,36 +122,94 @@ def _prefix_defines(text):
     return None
 
 
+def _place(cc, flags, text):
+    defines = _prefix_defines(text)
+    if defines is None:
+        return None
+    return _where(tuple(cc), tuple(flags), defines, tuple(os.environ.get(v, "") for v in ENVIRONMENT))
+
+
 @lru_cache(maxsize=None)
-def _where(cc, flags, defines):
+def _headers():
+    """The runtime's header files, (name, bytes): what a .gch is made from and named by."""
+    return tuple((p.name, p.read_bytes()) for p in sorted(csrc_dir().glob("*.h")))
+
+
+@lru_cache(maxsize=None)
+def _where(cc, flags, defines, environment):
     """(directory, key) of the precompiled header for these, or None where there is none to
-    have: a compiler wrapper, no compiler, or a package directory another user could change."""
-    if not cc or os.path.basename(cc[0]) in WRAPPERS or not os.path.exists("/bin/sh"):
+    have: a wrapper or script as the compiler, no compiler, no Python to run the build, or a
+    package directory another user could change."""
+    if not cc or os.path.basename(cc[0]) in WRAPPERS or not os.path.exists("/bin/sh") \
+            or not os.path.isabs(sys.executable or ""):
         return None
     binary = shutil.which(cc[0])
     if binary is None:
         return None
-    root = csrc_dir() / DIR
+    real = os.path.realpath(binary)
     try:
+        with open(real, "rb") as f:
+            if f.read(4) != b"\x7fELF":
+                return None
+        st = os.stat(real)
+        root = csrc_dir() / DIR
         os.makedirs(root, mode=0o700, exist_ok=True)
     except OSError:
         return None
     if cachedir.unsafe(str(root)) is not None:
         return None
-    real = os.path.realpath(binary)
-    st = os.stat(real)
     h = hashlib.sha256()
-    for part in (shlex.join(cc), f"{real} {st.st_size} {st.st_mtime_ns}", shlex.join(flags), " ".join(defines)):
+    for part in (shlex.join(cc), f"{real} {st.st_size} {st.st_mtime_ns}", shlex.join(flags), " ".join(defines),
+                 *environment):
         h.update(part.encode() + b"\0")
-    for path in sorted(csrc_dir().glob("*.h")):
-        h.update(path.name.encode() + b"\0" + path.read_bytes())
+    for name, data in _headers():
+        h.update(name.encode() + b"\0" + data)
     return str(root), h.hexdigest()[:32]
 
 
+# Run by a Python of its own (-I -S: the standard library only): compile the copy of the
+# header, check it is GCC's, list the files it read, then move the .gch into place.
+_BUILD = r"""
+import json, os, re, subprocess, sys
+out, marker, cmd = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+tmp = os.path.join(out, ".%d" % os.getpid())
+try:
+    ok = subprocess.run(cmd + ["-MD", "-MF", tmp + ".d", "-o", tmp + ".gch"], stdin=subprocess.DEVNULL,
+                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
+    if ok:
+        with open(tmp + ".gch", "rb") as f:
+            ok = f.read(4) == b"gpch"
+    if not ok:
+        open(os.path.join(out, "unsupported"), "w").close()
+    else:
+        with open(tmp + ".d") as f:
+            rule = f.read().replace("\\\n", " ").split(": ", 1)[1]
+        lines = []
+        for p in re.split(r"(?<!\\)\s+", rule.strip()):
+            p = p.replace("\\ ", " ").replace("$$", "$")
+            st = os.stat(p)
+            lines.append("%d %d %s" % (st.st_size, st.st_mtime_ns, os.path.abspath(p)))
+        with open(tmp + ".deps", "w") as f:
+            f.write("\n".join(lines) + "\n")
+        os.replace(tmp + ".deps", os.path.join(out, "deps"))
+        os.replace(tmp + ".gch", os.path.join(out, "symgrad_rt.h.gch"))
+finally:
+    for ext in (".gch", ".d", ".deps"):
+        try:
+            os.unlink(tmp + ext)
+        except OSError:
+            pass
+    try:
+        os.unlink(marker)
+    except OSError:
+        pass
+"""
+
+
 def _start(root, key, cc, flags, defines):
-    """Start building the precompiled header ``key`` in a detached shell: the compiler writes a
-    temporary file, renamed into place when complete (a compile never reads half of one). A
-    marker keeps other processes from building the same one meanwhile."""
+    """Start building the precompiled header ``key``, detached: a shell starts the build in
+    the background and exits. A marker keeps other processes from building it meanwhile."""
+    import json
     with _lock:
         if key in _started:
             return
@@ -122,15 +223,16 @@ def _start(root, key, cc, flags, defines):
         pass
     try:
         os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        _prune(root, key)
+        out = os.path.join(root, key)
+        os.makedirs(os.path.join(out, "src"), mode=0o700, exist_ok=True)
+        for name, data in _headers():  # the very text the key hashed, whatever csrc/ holds by now
+            with open(os.path.join(out, "src", name), "wb") as f:
+                f.write(data)
     except OSError:
         return
-    _prune(root, key)
-    out = os.path.join(root, key)
-    os.makedirs(out, mode=0o700, exist_ok=True)
-    tmp, gch = os.path.join(out, f".{os.getpid()}.tmp"), os.path.join(out, HEADER + ".gch")
-    cmd = [*cc, *flags, *(f"-D{m}=" for m in defines), "-x", "c-header", str(csrc_dir() / HEADER), "-o", tmp]
-    q = shlex.quote
-    script = f"{shlex.join(cmd)} && mv -f {q(tmp)} {q(gch)}; rm -f {q(tmp)} {q(marker)}"
+    cmd = [*cc, *flags, *(f"-D{m}=" for m in defines), "-x", "c-header", os.path.join(out, "src", HEADER)]
+    script = shlex.join([sys.executable, "-I", "-S", "-c", _BUILD, out, marker, json.dumps(cmd)])
     import threading
     threading.Thread(target=_detach, args=(script,), name="symgrad-pch", daemon=True).start()
 
@@ -147,18 +249,25 @@ def _detach(script):
 
 
 def _prune(root, keep):
-    """Remove all but the KEEP newest precompiled headers, and markers of builds that died."""
+    """Remove all but the KEEP most recently used precompiled headers, and the markers and
+    temporary files of builds that died."""
     try:
-        entries = [(e.stat().st_mtime, e) for e in os.scandir(root)]
+        entries = [(e.stat(follow_symlinks=False).st_mtime, e) for e in os.scandir(root)]
     except OSError:
         return
     now = time.time()
-    dirs = sorted(((t, e) for t, e in entries if e.is_dir(follow_symlinks=False) and e.name != keep), reverse=True)
+    dirs = sorted(((t, e) for t, e in entries if e.is_dir(follow_symlinks=False) and e.name != keep),
+                  key=lambda te: te[0], reverse=True)
     for _, e in dirs[KEEP - 1:]:
         shutil.rmtree(e.path, ignore_errors=True)
-    for t, e in entries:
-        if e.name.endswith(".building") and now - t > STALE:
-            try:
-                os.unlink(e.path)
-            except OSError:
-                pass
+    stale = [e.path for t, e in entries if e.name.endswith(".building") and now - t > STALE]
+    for _, e in dirs[:KEEP - 1]:
+        try:
+            stale += [t.path for t in os.scandir(e.path) if t.name.startswith(".") and now - t.stat().st_mtime > STALE]
+        except OSError:
+            pass
+    for path in stale:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import symgrad
+from helpers import run_python
 from symgrad import build, pch
 from symgrad.render import TARGETS, render
 from symgrad.runtime import csrc_dir
@@ -78,19 +79,42 @@ def test_each_kind_of_unit_compiles_to_the_same_object_with_the_precompiled_head
         assert fast == plain, f"{label}: the object code differs with the precompiled header"
 
 
-def test_a_damaged_precompiled_header_is_discarded_and_the_kernel_is_right(tmp_path):
+def _own_compiler(monkeypatch):
+    """A compiler command of this test alone (a macro no unit uses): its own precompiled header."""
+    cc = f"{build.compiler()[0]} -DSYMGRAD_PCH_TEST_{os.getpid()}_{time.monotonic_ns()}"
+    monkeypatch.setenv("CC", cc)
+    return build.compiler()
+
+
+def test_a_damaged_precompiled_header_is_discarded_and_the_kernel_is_right(monkeypatch):
+    _own_compiler(monkeypatch)
     text = _kernel(symgrad.compile(lambda x: x * x, [()]).grad).source
-    flags = _flags(())
-    args = _precompiled(flags, text)
-    gch = os.path.join(args[1], pch.HEADER + ".gch")
-    half = os.path.getsize(gch) // 2
+    args = _precompiled(_flags(()), text)
+    gch = os.path.join(args[1], pch.GCH)
     with open(gch, "r+b") as f:  # cut short: GCC stops with "cannot read PCH file"
-        f.truncate(half)
+        f.truncate(os.path.getsize(gch) // 2)
     c = 1.0 + 2.0 ** -20  # a function no other test compiles
     G = symgrad.compile(lambda x: math.exp(c * x) * x, [()]).grad
     x = np.linspace(0.25, 2.0, 8)
     np.testing.assert_allclose(G(x), np.exp(c * x) * (1.0 + c * x), rtol=1e-15, atol=0)
-    assert not os.path.exists(gch) or os.path.getsize(gch) != half  # removed (or since built again)
+    assert not os.path.exists(args[1])  # removed: no compile reads it again
+
+
+def test_a_precompiled_header_whose_files_changed_is_not_read(monkeypatch, tmp_path):
+    """Each file GCC read to make it (the header's copy, system headers) is listed with its size
+    and time; a process that finds one changed removes it instead of reading it."""
+    cc = _own_compiler(monkeypatch)
+    text = '/* x */\n#include "symgrad_rt.h"\n'
+    flags = _flags(())
+    args = _precompiled(flags, text)
+    with open(os.path.join(args[1], "deps")) as f:
+        files = [line.split(" ", 2)[2] for line in f.read().splitlines()]
+    assert os.path.join(args[1], "src", pch.HEADER) in files and "/math.h" in " ".join(files)
+    ask = f"from symgrad import pch; print(pch.include_dirs({cc!r}, {flags!r}, {text!r}))"
+    assert run_python(ask, tmp_path, CC=" ".join(cc)).lines == [repr(args)]
+    os.utime(os.path.join(args[1], "src", "symgrad_math.h"), ns=(0, 0))
+    assert run_python(ask, tmp_path, CC=" ".join(cc)).lines == ["[]"]
+    assert not os.path.exists(args[1])
 
 
 def test_a_unit_with_anything_but_defines_before_the_include_reads_the_header_itself():
