@@ -150,6 +150,45 @@ def test_a_tail_compiled_apart_gives_the_bytes_of_the_blocks():
         np.testing.assert_array_equal(out, big[:n])
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_tiles_compiled_apart_give_the_bytes_of_the_blocks(dtype):
+    """A kernel moving few numbers a point that has tiles compiles them with its tail (and
+    one-point entry) as a unit of their own: tiles in each store mode, blocks, tails and single
+    points give the same bytes, and so does all of it built as one unit."""
+    def f(x, y):
+        return (x ** 3 - 2.0 * x * y) / (1.0 + x * x) + math.sqrt(1.0 + y * y) * x
+    G = symgrad.compile(f, dtype=dtype).grad
+    assert len(G.kernel.tails) == 1 and "_tiles(" in G.kernel.tails[0] and "_tiles(" not in G.kernel.source.split(
+        "SYMGRAD_HIDDEN void")[0]
+    itemsize = np.dtype(dtype).itemsize
+    n = DEFAULT.stream_bytes // (2 * itemsize) + 1237  # past the threshold, not a whole number of tiles
+    rng = np.random.default_rng(12)
+    x, y = rng.uniform(-2, 2, n).astype(dtype), rng.uniform(-2, 2, n).astype(dtype)
+    gx, gy = (np.concatenate(r) for r in zip(*(G(x[k:k + 999], y[k:k + 999]) for k in range(0, n, 999))))
+    X, Y = sp.symbols("x y")
+    e = (X ** 3 - 2 * X * Y) / (1 + X * X) + sp.sqrt(1 + Y * Y) * X
+    d = sp.lambdify((X, Y), [sp.diff(e, X), sp.diff(e, Y)], "mpmath")
+    tol = 1e-13 if dtype == "float64" else 1e-5
+    np.testing.assert_allclose(np.array([[float(v) for v in d(float(a), float(b))] for a, b in zip(x[:20], y[:20])]),
+                               np.stack([gx[:20], gy[:20]], 1), rtol=tol, atol=tol)
+    for mode in (1, 2, 0):
+        G.plan.stores.force = mode
+        big = G(x, y)
+        np.testing.assert_array_equal(big[0], gx)
+        np.testing.assert_array_equal(big[1], gy)
+    G.plan.stores.force = None
+    for k in (0, 1, n - 1):
+        assert G(x[k], y[k]) == (gx[k], gy[k])
+    one = build.build(G.key + "_one", G.c_source, extra_flags=G.kernel.cflags)
+    kernel = one.kernel(TARGETS["cpu", dtype].entry(G.c_name, "call"), G.dtype, [(), ()], G.result_shapes(), (), 0,
+                        None)
+    for mode in (1, 0):
+        outs = [np.empty(n, dtype), np.empty(n, dtype)]
+        run(kernel, mode, [x, y], outs)
+        np.testing.assert_array_equal(outs[0], gx)
+        np.testing.assert_array_equal(outs[1], gy)
+
+
 def test_results_that_are_numbers_only():
     """A quadratic's Hessian is all numbers: the lane code computes nothing for it."""
     A = np.array([[2.0, 1.0, 0.0, 0.0, 0.5], [1.0, 3.0, 0.0, 0.0, 0.0], [0.0, 0.0, 4.0, 0.0, 0.0],
