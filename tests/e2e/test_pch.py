@@ -34,13 +34,15 @@ def _kernel(F):
 
 
 def _units():
-    """(label, unit text, extra flags) of a kernel of one unit, of a tail unit, and of segments."""
-    one = _kernel(symgrad.compile(lambda x: 64 * x * (1 - x) * math.pow(1 - 2 * x, 2), [()]).grad)
+    """(label, unit text, extra flags) of a kernel of one unit, of a tail unit, of a unit of
+    tiles and tail, and of segments."""
+    one = _kernel(symgrad.compile(lambda x: math.sin(x) * math.exp(-x * x), [()]).grad)
+    tiles = _kernel(symgrad.compile(lambda x: 64 * x * (1 - x) * math.pow(1 - 2 * x, 2), [()]).grad)
     tail = _kernel(symgrad.compile(ring8, [(8,)]).grad)
     large = _kernel(symgrad.compile(lj, [(15,)], options=symgrad.Options(large_kernel_ops=1)).hessian)
-    assert not one.parts and not one.tails and tail.tails and large.parts  # the three kinds are there
+    assert not one.parts and not one.tails and tail.tails and "_tiles(" in tiles.tails[0] and large.parts
     return [("one unit", one.source, one.cflags), ("tail unit", tail.tails[0], tail.cflags),
-            ("segments", large.parts[-1], large.cflags)]
+            ("tiles unit", tiles.tails[0], tiles.cflags), ("segments", large.parts[-1], large.cflags)]
 
 
 def _flags(extra):
