@@ -16,7 +16,7 @@ import sysconfig
 from functools import lru_cache
 from pathlib import Path
 
-from . import cache, forksafe, pch
+from . import cache, forksafe, pch, spawn
 from .errors import CompileError
 from .render.target import TARGETS, units_text
 from .runtime import csrc_dir
@@ -93,11 +93,9 @@ def toolchain():
 
 @lru_cache(maxsize=None)
 def _identity(cc):
-    import subprocess
     try:
-        out = subprocess.run([*cc, "--version"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                             timeout=30).stdout
-    except (OSError, subprocess.SubprocessError) as e:
+        out = spawn.run([*cc, "--version"], timeout=30)[1]
+    except OSError as e:
         out = f"unknown ({e})"
     return _first_line(out, "unknown")
 
@@ -355,23 +353,38 @@ def _run(cmds, files, what, sizes=None):
     once as there are cores, the largest unit (by ``sizes``) first so the last to finish is a
     small one; raise on the first failure (in command order), with the compiler's own message,
     what failed, and the source of that file."""
-    import subprocess
-    from concurrent.futures import ThreadPoolExecutor
+    import threading
     order = sorted(range(len(cmds)), key=lambda i: -(sizes[i] if sizes else 0))
+    results, taking = {}, threading.Lock()
 
-    def one(i):
-        return subprocess.run(cmds[i], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    def work():
+        while True:
+            with taking:
+                if not order:
+                    return
+                i = order.pop(0)
+            try:
+                results[i] = spawn.run(cmds[i])
+            except BaseException as e:  # raised below, in this thread
+                results[i] = e
 
     if len(cmds) == 1:
-        results = {0: one(0)}
+        work()
     else:
-        with ThreadPoolExecutor(max_workers=max(1, min(len(cmds), usable_cpus()))) as pool:
-            results = dict(zip(order, pool.map(one, order)))
-    failed = next((i for i in range(len(cmds)) if results[i].returncode != 0), None)
+        threads = [threading.Thread(target=work, name="symgrad-cc", daemon=True)
+                   for _ in range(max(1, min(len(cmds), usable_cpus())))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    for i in range(len(cmds)):
+        if isinstance(results[i], BaseException):
+            raise results[i]
+    failed = next((i for i in range(len(cmds)) if results[i][0] != 0), None)
     if failed is not None:
         try:
             with open(files[failed]) as f:
                 source = f.read()
         except OSError:
             source = None
-        raise _CompilerFailed(cmds[failed], results[failed].stderr, source, what[failed])
+        raise _CompilerFailed(cmds[failed], results[failed][1], source, what[failed])

@@ -239,12 +239,10 @@ def _start(root, key, cc, flags, defines):
 
 def _detach(script):
     """Run ``script`` in the background of a shell that exits at once: nothing to wait for."""
-    import subprocess
+    from . import spawn
     try:
-        subprocess.run(["/bin/sh", "-c", f"({script}) </dev/null >/dev/null 2>&1 &"],
-                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                       start_new_session=True, timeout=30)
-    except (OSError, subprocess.SubprocessError):
+        spawn.run(["/bin/sh", "-c", f"({script}) </dev/null >/dev/null 2>&1 &"], timeout=30, new_session=True)
+    except OSError:
         pass
 
 

@@ -4,7 +4,6 @@ given as it is; and ``stage``, the timing of slow pipeline stages."""
 from __future__ import annotations
 
 import gc
-import logging
 import os
 import threading
 import time
@@ -13,10 +12,16 @@ from contextlib import contextmanager, nullcontext
 
 from . import forksafe
 
-# Slow compile stages are reported at WARNING level on this logger: without logging set
-# up, Python prints them on stderr. Silence: SYMGRAD_QUIET=1, or
-# logging.getLogger("symgrad.progress").setLevel(logging.ERROR).
-progress = logging.getLogger("symgrad.progress")
+
+def progress():
+    """The logger of slow compile stages, at WARNING level: without logging set up, Python
+    prints them on stderr. Silence: SYMGRAD_QUIET=1, or
+    logging.getLogger("symgrad.progress").setLevel(logging.ERROR). Got at first use: logging's
+    import is a fiftieth of a small kernel's first call, which never reports."""
+    import logging
+    return logging.getLogger("symgrad.progress")
+
+
 _QUIET = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False,
           "": False}
 
@@ -43,14 +48,14 @@ def stage(function, what, detail=lambda: "", expect=None):
     if PROGRESS_SECONDS is not None and expect is not None:
         ops, seconds = expect()
         if seconds >= PROGRESS_SECONDS:
-            progress.warning("symgrad: %s: %s of about %d operations, expected about %.0f s", function, what,
+            progress().warning("symgrad: %s: %s of about %d operations, expected about %.0f s", function, what,
                              ops, max(seconds, 1.0))
     t = time.perf_counter()
     with paused_gc() if what in PAUSES_GC else nullcontext():
         yield
     dt = time.perf_counter() - t
     if PROGRESS_SECONDS is not None and dt >= PROGRESS_SECONDS:
-        progress.warning("symgrad: %s: %s took %.1f s%s", function, what, dt, detail())
+        progress().warning("symgrad: %s: %s took %.1f s%s", function, what, dt, detail())
 
 
 # The stages that run only symgrad's code, allocating much and briefly: not the trace (the
@@ -156,7 +161,7 @@ class Source:
                                        "not have: use the function itself, or pickle a Function compiled with "
                                        "options=symgrad.Options(loop_min_size=0)")
                 self._check_data(name)
-                progress.warning("symgrad: %s: %s: the function is traced again element by element (compile time "
+                progress().warning("symgrad: %s: %s: the function is traced again element by element (compile time "
                                  "grows with the arrays' sizes)", what, why)
                 inst = None if self.instance is None else self.prefix[0]
                 self._unrolled = Source(self.fn, self.shapes, spec=self.spec, consts=self.consts, instance=inst,

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import numpy as np
 
-import logging
 import os
 
 from ..errors import ScalarUsedAsArray, TraceError
@@ -20,7 +19,6 @@ from .rewrite import intercept
 from .values import Condition, Poison, TracedArray, Value, state, where
 
 __all__ = ["trace", "where", "TraceError"]
-progress = logging.getLogger("symgrad.progress")  # as source.py's: a fallback is slow
 _SYMGRAD = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -36,9 +34,11 @@ def trace(fn, shapes=None, prefix=(), spec=(), consts=None, loop_min=0, dtype="f
             return _trace(fn, shapes, prefix, spec, consts, loop_min, dtype)
         except Unrollable as e:
             if e.large and not getattr(e, "quiet", False):  # small arrays: unrolled is what they would be anyway
-                progress.warning("symgrad: %s: %s, which symgrad cannot keep as a loop: its arrays are "
-                                 "traced element by element (compile time grows with their size)",
-                                 getattr(fn, "__qualname__", fn), e.args[0])
+                import logging  # the logger of source.progress: a fallback is slow
+                logging.getLogger("symgrad.progress").warning("symgrad: %s: %s, which symgrad cannot keep as a loop: "
+                                                              "its arrays are traced element by element (compile "
+                                                              "time grows with their size)",
+                                                              getattr(fn, "__qualname__", fn), e.args[0])
     return _trace(fn, shapes, prefix, spec, consts, 0, dtype)
 
 
