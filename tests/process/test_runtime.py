@@ -91,3 +91,14 @@ def test_concurrent_processes_share_one_cache_entry(tmp_path):
     assert all(p.returncode == 0 for p in procs), [o[1] for o in outs]
     assert len({o[0] for o in outs}) == 1
     assert not list(cache.glob(".build-*"))  # temporary build folders are gone
+
+
+@pytest.mark.slow
+def test_a_kernel_compiled_in_an_atexit_handler(tmp_path):
+    """A compile made while the interpreter shuts down (an atexit handler) works: its parallel
+    units run on plain threads (concurrent.futures' import registers an atexit hook, refused then)."""
+    r = run_python("""
+        import atexit, math, symgrad
+        atexit.register(lambda: print(symgrad.compile(lambda x: 64 * x * (1 - x) * math.pow(1 - 2 * x, 2)).grad(3.0)))
+    """, tmp_path, SYMGRAD_CACHE_DIR=tmp_path / "cache")
+    assert r.lines == [repr(64 * (1 - 2 * 3.0) * (1 - 2 * 3.0) * (1 - 2 * 3.0) - 4 * 64 * 3.0 * (1 - 3.0) * (1 - 2 * 3.0))]
