@@ -116,6 +116,11 @@ def _sequence(other):
 
 def _binary(op, reflected=False):
     def f(self, other):
+        t = type(other)
+        if t is float or t is int or t is Value and other.b is self.b:  # most of a trace: apply's fast path
+            b = self.b
+            j = other.i if t is Value else b.const(other)
+            return Value(b, b.node(op, j, self.i) if reflected else b.node(op, self.i, j))
         if _sequence(other):
             arr = np.asarray(other)
             return _UFUNCS[op](arr, self) if reflected else _UFUNCS[op](self, arr)
