@@ -30,10 +30,12 @@ GCH = HEADER + ".gch"
 DIR = "__pch__"
 KEEP = 8  # precompiled headers kept: the most recently used
 STALE = 300.0  # s: a build marker (or a temporary file) this old is one whose process died
+RETRY = 3600.0  # s: after a failed build (a full disk), the next try
 # Wrappers that would not cache (or ship) a compile that reads a .gch: left as they are.
 WRAPPERS = frozenset({"ccache", "sccache", "distcc", "icecc"})
 # The environment that changes which headers GCC finds (the .gch stands for what it found).
-ENVIRONMENT = ("CPATH", "C_INCLUDE_PATH", "GCC_EXEC_PREFIX", "COMPILER_PATH")
+ENVIRONMENT = ("CPATH", "C_INCLUDE_PATH", "GCC_EXEC_PREFIX", "COMPILER_PATH")  # (and the working
+# directory, where CC carries options: they may name directories relative to it)
 _INCLUDE = f'#include "{HEADER}"'
 _DEFINE = re.compile(r"#define (\w+)$")
 _lock = forksafe.RLock()
@@ -53,18 +55,28 @@ def include_dirs(cc, flags, text):
 
 def prepare(cc, flags, text):
     """Start building the precompiled header for such a unit, if there is none (after ``cc``
-    compiled one: a compiler that refuses code is not asked to precompile)."""
+    compiled one: a compiler that refuses code is not asked to precompile), unless the
+    compiler made something else than GCC's (for good) or the last try failed (for RETRY s)."""
     where = _place(cc, flags, text)
-    if where is not None and not os.path.exists(os.path.join(*where, GCH)) \
-            and not os.path.exists(os.path.join(*where, "unsupported")):
-        _start(*where, cc, flags, _prefix_defines(text))
+    if where is None:
+        return
+    d = os.path.join(*where)
+    if os.path.exists(os.path.join(d, GCH)) or os.path.exists(os.path.join(d, "unsupported")):
+        return
+    try:
+        if time.time() - os.stat(os.path.join(d, "failed")).st_mtime < RETRY:
+            return
+        os.unlink(os.path.join(d, "failed"))
+    except OSError:
+        pass
+    _start(*where, cc, flags, _prefix_defines(text))
 
 
 def troubled(message):
     """Whether a failed compile's message may come from reading a .gch (then it is made again
     without): a damaged one stops GCC with "cannot read PCH file", or an internal error."""
     message = message.lower()
-    return any(w in message for w in ("pch", ".gch", "precompiled", "internal compiler error"))
+    return any(w in message for w in ("pch file", ".gch", "precompiled", "internal compiler error"))
 
 
 def discard(args):
@@ -90,8 +102,8 @@ def _current(d):
             st = os.stat(path)
             if (st.st_size, st.st_mtime_ns) != (int(size), int(mtime)):
                 raise ValueError(path)
-    except FileNotFoundError as e:
-        if e.filename != os.path.join(d, "deps"):
+    except FileNotFoundError as e:  # no list yet (a build under way), or a .gch without one
+        if e.filename != os.path.join(d, "deps") or os.path.exists(os.path.join(d, GCH)):
             discard(["-I", d])
         return False
     except (OSError, ValueError):
@@ -126,7 +138,9 @@ def _place(cc, flags, text):
     defines = _prefix_defines(text)
     if defines is None:
         return None
-    return _where(tuple(cc), tuple(flags), defines, tuple(os.environ.get(v, "") for v in ENVIRONMENT))
+    # A CC with options of its own may name directories relative to where the compile runs.
+    here = os.getcwd() if len(cc) > 1 else ""
+    return _where(tuple(cc), tuple(flags), defines, tuple(os.environ.get(v, "") for v in ENVIRONMENT) + (here,))
 
 
 @lru_cache(maxsize=None)
@@ -173,26 +187,37 @@ _BUILD = r"""
 import json, os, re, subprocess, sys
 out, marker, cmd = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
 tmp = os.path.join(out, ".%d" % os.getpid())
+
+
+def mark(name):
+    try:
+        open(os.path.join(out, name), "w").close()
+    except OSError:
+        pass
+
+
 try:
     ok = subprocess.run(cmd + ["-MD", "-MF", tmp + ".d", "-o", tmp + ".gch"], stdin=subprocess.DEVNULL,
                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
     if ok:
         with open(tmp + ".gch", "rb") as f:
-            ok = f.read(4) == b"gpch"
-    if not ok:
-        open(os.path.join(out, "unsupported"), "w").close()
+            ok = None if f.read(4) != b"gpch" else True
+    if not ok:  # output that is not GCC's: for good; a failure (a full disk): for a while
+        mark("unsupported" if ok is None else "failed")
     else:
         with open(tmp + ".d") as f:
             rule = f.read().replace("\\\n", " ").split(": ", 1)[1]
         lines = []
         for p in re.split(r"(?<!\\)\s+", rule.strip()):
-            p = p.replace("\\ ", " ").replace("$$", "$")
+            p = p.replace("\\ ", " ").replace("\\#", "#").replace("$$", "$")
             st = os.stat(p)
             lines.append("%d %d %s" % (st.st_size, st.st_mtime_ns, os.path.abspath(p)))
         with open(tmp + ".deps", "w") as f:
             f.write("\n".join(lines) + "\n")
         os.replace(tmp + ".deps", os.path.join(out, "deps"))
         os.replace(tmp + ".gch", os.path.join(out, "symgrad_rt.h.gch"))
+except OSError:
+    mark("failed")
 finally:
     for ext in (".gch", ".d", ".deps"):
         try:
@@ -225,13 +250,13 @@ def _start(root, key, cc, flags, defines):
         os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
         _prune(root, key)
         out = os.path.join(root, key)
-        os.makedirs(os.path.join(out, "src"), mode=0o700, exist_ok=True)
+        os.makedirs(out, mode=0o700, exist_ok=True)
         for name, data in _headers():  # the very text the key hashed, whatever csrc/ holds by now
-            with open(os.path.join(out, "src", name), "wb") as f:
+            with open(os.path.join(out, name), "wb") as f:  # beside the .gch: a second #include finds it
                 f.write(data)
     except OSError:
         return
-    cmd = [*cc, *flags, *(f"-D{m}=" for m in defines), "-x", "c-header", os.path.join(out, "src", HEADER)]
+    cmd = [*cc, *flags, *(f"-D{m}=" for m in defines), "-x", "c-header", os.path.join(out, HEADER)]
     script = shlex.join([sys.executable, "-I", "-S", "-c", _BUILD, out, marker, json.dumps(cmd)])
     import threading
     threading.Thread(target=_detach, args=(script,), name="symgrad-pch", daemon=True).start()
@@ -259,9 +284,9 @@ def _prune(root, keep):
     for _, e in dirs[KEEP - 1:]:
         shutil.rmtree(e.path, ignore_errors=True)
     stale = [e.path for t, e in entries if e.name.endswith(".building") and now - t > STALE]
-    for _, e in dirs[:KEEP - 1]:
+    for e in [e for _, e in dirs[:KEEP - 1]] + [os.path.join(root, keep)]:
         try:
-            stale += [t.path for t in os.scandir(e.path) if t.name.startswith(".") and now - t.stat().st_mtime > STALE]
+            stale += [t.path for t in os.scandir(e) if t.name.startswith(".") and now - t.stat().st_mtime > STALE]
         except OSError:
             pass
     for path in stale:

@@ -13,6 +13,7 @@ import symgrad
 from helpers import run_python
 from symgrad import build, pch
 from symgrad.render import TARGETS, render
+from symgrad.render.target import units_text
 from symgrad.runtime import csrc_dir
 
 
@@ -35,14 +36,16 @@ def _kernel(F):
 
 def _units():
     """(label, unit text, extra flags) of a kernel of one unit, of a tail unit, of a unit of
-    tiles and tail, and of segments."""
+    tiles and tail, of segments, and of two units appended (one CPU; kinds built together),
+    which includes the header twice."""
     one = _kernel(symgrad.compile(lambda x: math.sin(x) * math.exp(-x * x), [()]).grad)
     tiles = _kernel(symgrad.compile(lambda x: 64 * x * (1 - x) * math.pow(1 - 2 * x, 2), [()]).grad)
     tail = _kernel(symgrad.compile(ring8, [(8,)]).grad)
     large = _kernel(symgrad.compile(lj, [(15,)], options=symgrad.Options(large_kernel_ops=1)).hessian)
     assert not one.parts and not one.tails and tail.tails and "_tiles(" in tiles.tails[0] and large.parts
     return [("one unit", one.source, one.cflags), ("tail unit", tail.tails[0], tail.cflags),
-            ("tiles unit", tiles.tails[0], tiles.cflags), ("segments", large.parts[-1], large.cflags)]
+            ("tiles unit", tiles.tails[0], tiles.cflags), ("segments", large.parts[-1], large.cflags),
+            ("appended units", units_text((tiles.source, tiles.tails[0])), tiles.cflags)]
 
 
 def _flags(extra):
@@ -105,16 +108,17 @@ def test_a_damaged_precompiled_header_is_discarded_and_the_kernel_is_right(monke
 def test_a_precompiled_header_whose_files_changed_is_not_read(monkeypatch, tmp_path):
     """Each file GCC read to make it (the header's copy, system headers) is listed with its size
     and time; a process that finds one changed removes it instead of reading it."""
+    monkeypatch.chdir(tmp_path)  # where the other process runs (CC's options may be relative to it)
     cc = _own_compiler(monkeypatch)
     text = '/* x */\n#include "symgrad_rt.h"\n'
     flags = _flags(())
     args = _precompiled(flags, text)
     with open(os.path.join(args[1], "deps")) as f:
         files = [line.split(" ", 2)[2] for line in f.read().splitlines()]
-    assert os.path.join(args[1], "src", pch.HEADER) in files and "/math.h" in " ".join(files)
+    assert os.path.join(args[1], pch.HEADER) in files and "/math.h" in " ".join(files)
     ask = f"from symgrad import pch; print(pch.include_dirs({cc!r}, {flags!r}, {text!r}))"
     assert run_python(ask, tmp_path, CC=" ".join(cc)).lines == [repr(args)]
-    os.utime(os.path.join(args[1], "src", "symgrad_math.h"), ns=(0, 0))
+    os.utime(os.path.join(args[1], "symgrad_math.h"), ns=(0, 0))
     assert run_python(ask, tmp_path, CC=" ".join(cc)).lines == ["[]"]
     assert not os.path.exists(args[1])
 
