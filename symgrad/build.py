@@ -10,13 +10,12 @@ import json
 import os
 import platform
 import shlex
-import shutil
 import sys
 import sysconfig
 from functools import lru_cache
 from pathlib import Path
 
-from . import cache, forksafe, pch, spawn
+from . import cache, forksafe, spawn
 from .errors import CompileError
 from .render.target import TARGETS, units_text
 from .runtime import csrc_dir
@@ -228,6 +227,7 @@ _IO_WORDS = ("no space left", "read-only file system", "permission denied", "dis
 
 
 def _check_compiler(context=""):
+    import shutil
     cc = compiler()
     if not cc or shutil.which(cc[0]) is None:
         raise CompileError(f"{context}no C compiler: {cc[0] if cc else ''!r} is not on PATH (set CC to a C "
@@ -307,6 +307,7 @@ def _compile(source, key, tmp, build_flags, parts=()):
     shared library in ``tmp``: one compiler run for one unit; several compile in parallel,
     then link. Units read the runtime header precompiled where it is (pch.py); a compile that
     may have failed reading it is made again from the header itself. Returns the library's path."""
+    from . import pch  # a cache miss's: not imported where every kernel is cached
     cc = compiler()
     _check_compiler()
     units, texts = [], (source,) + tuple(parts)

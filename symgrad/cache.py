@@ -16,7 +16,6 @@ import json
 import os
 import re
 import stat
-import tempfile
 import time
 from pathlib import Path
 
@@ -193,6 +192,7 @@ def remove(d, key):
 # -- writing entries ---------------------------------------------------------------------------
 def write_file(d, name, data, mode):
     """Write ``data`` to ``d/name`` through a unique temporary file and an atomic rename."""
+    import tempfile  # writes only: not imported where every kernel is cached
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=d)
     try:
         os.fchmod(fd, mode)
@@ -306,10 +306,13 @@ def lookup(key):
 
 def _places():
     """Directories a kernel may be found in: the cache, then this user's private directory
-    (kernels built there when the cache could not take them), if there is one."""
+    (kernels built there when the cache could not take them), if there is one (a generator:
+    a kernel found in the cache does not look for the private directory)."""
     d = directory()
+    yield d
     p = private_dir(create=False)
-    return [d] if p is None or p == d else [d, p]
+    if p is not None and p != d:
+        yield p
 
 
 def describe_places():

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import stat
-import tempfile
 import warnings
 from pathlib import Path
 
@@ -153,6 +152,7 @@ def _default_location():
 def _temp_bases():
     """Temporary directories a private directory may go in: the system's (TMPDIR), or where
     another user could replace things in it, /tmp or /var/tmp."""
+    import tempfile
     seen = []
     for base in (tempfile.gettempdir(), "/tmp", "/var/tmp"):
         base = os.path.abspath(base)
@@ -192,6 +192,7 @@ def private_dir(create=True):
                 return _private["dir"]
             reasons.append(f"{path}: {why}")
             if _route(os.path.join(base, "x")) is None:  # the base itself is safe: a directory of our own
+                import tempfile
                 try:
                     own = Path(tempfile.mkdtemp(prefix=f"symgrad-{os.getuid() if POSIX else 0}-", dir=base))
                 except OSError as e:
