@@ -356,16 +356,16 @@ def _run(cmds, files, what, sizes=None):
     what failed, and the source of that file."""
     import threading
     order = sorted(range(len(cmds)), key=lambda i: -(sizes[i] if sizes else 0))
-    results, taking = {}, threading.Lock()
+    results, taking, running, stop = {}, threading.Lock(), set(), []
 
     def work():
         while True:
             with taking:
-                if not order:
+                if not order or stop:
                     return
                 i = order.pop(0)
             try:
-                results[i] = spawn.run(cmds[i])
+                results[i] = spawn.run(cmds[i], running=running)
             except BaseException as e:  # raised below, in this thread
                 results[i] = e
 
@@ -374,10 +374,17 @@ def _run(cmds, files, what, sizes=None):
     else:
         threads = [threading.Thread(target=work, name="symgrad-cc", daemon=True)
                    for _ in range(max(1, min(len(cmds), usable_cpus())))]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        try:
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        except BaseException:  # KeyboardInterrupt: no further unit starts, those running stop
+            with taking:
+                stop.append(True)
+            for pid in list(running):
+                spawn.kill(pid)
+            raise
     for i in range(len(cmds)):
         if isinstance(results[i], BaseException):
             raise results[i]

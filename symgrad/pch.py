@@ -139,7 +139,10 @@ def _place(cc, flags, text):
     if defines is None:
         return None
     # A CC with options of its own may name directories relative to where the compile runs.
-    here = os.getcwd() if len(cc) > 1 else ""
+    try:
+        here = os.getcwd() if len(cc) > 1 else ""
+    except OSError:  # a working directory removed: no precompiled header then
+        return None
     return _where(tuple(cc), tuple(flags), defines, tuple(os.environ.get(v, "") for v in ENVIRONMENT) + (here,))
 
 

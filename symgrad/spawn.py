@@ -8,11 +8,13 @@ import os
 SIGKILL = 9  # POSIX; the signal module is not imported for it
 
 
-def run(cmd, timeout=None, new_session=False):
+def run(cmd, timeout=None, new_session=False, running=None):
     """(exit code, what ``cmd`` printed on stdout and stderr) of ``cmd`` run with stdin from
-    /dev/null (in a session of its own with ``new_session``); killed after ``timeout`` seconds
-    (exit code then negative). Raises OSError where it cannot be started (FileNotFoundError:
-    no such program)."""
+    /dev/null (in a session of its own with ``new_session``). After ``timeout`` seconds it is
+    killed and what it printed so far returned (exit code -9), even where a process it started
+    still holds its output open; an exception meanwhile (KeyboardInterrupt) kills it too.
+    ``running``: a set that holds its pid while it runs (for a caller that stops several).
+    Raises OSError where it cannot be started (FileNotFoundError: no such program)."""
     if not hasattr(os, "posix_spawnp"):
         import subprocess
         try:
@@ -35,23 +37,49 @@ def run(cmd, timeout=None, new_session=False):
         raise
     finally:
         os.close(w)
-    timer = None
-    if timeout is not None:
-        import threading
-        timer = threading.Timer(timeout, _kill, (pid,))  # before the wait below: the pid is still ours
-        timer.daemon = True
-        timer.start()
+    if running is not None:
+        running.add(pid)
     try:
-        with os.fdopen(r, "rb") as f:
-            out = f.read()
+        out = _read(r, pid, timeout)
+    except BaseException:
+        kill(pid)  # not yet waited for: the pid is still this child's
+        raise
     finally:
-        if timer is not None:
-            timer.cancel()
-        _, status = os.waitpid(pid, 0)
+        os.close(r)
+        try:
+            _, status = os.waitpid(pid, 0)
+        finally:
+            if running is not None:
+                running.discard(pid)
     return os.waitstatus_to_exitcode(status), out.decode(errors="replace")
 
 
-def _kill(pid):
+def _read(fd, pid, timeout):
+    """All of ``fd`` until its end, or until ``timeout`` seconds have passed (then ``pid`` is
+    killed and reading stops: a process it started may hold the pipe open)."""
+    chunks = []
+    if timeout is None:
+        while True:
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+    import select
+    import time
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            kill(pid)
+            return b"".join(chunks)
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
+def kill(pid):
+    """SIGKILL to ``pid`` (one not yet waited for), if it still runs."""
     try:
         os.kill(pid, SIGKILL)
     except OSError:

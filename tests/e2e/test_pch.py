@@ -132,3 +132,17 @@ def test_a_unit_with_anything_but_defines_before_the_include_reads_the_header_it
 @pytest.mark.parametrize("cc", [["ccache", "gcc"], ["no-such-compiler-anywhere"]])
 def test_no_precompiled_header_for_a_compiler_wrapper_or_a_missing_compiler(cc):
     assert pch.include_dirs(cc, _flags(()), '#include "symgrad_rt.h"\n') == []
+
+
+def test_a_removed_working_directory_with_options_in_cc(monkeypatch, tmp_path):
+    """A CC with options makes the working directory part of the .gch's name; where that
+    directory is gone, units read the header itself and the kernel builds."""
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    os.rmdir(gone)
+    _own_compiler(monkeypatch)
+    assert pch.include_dirs(build.compiler(), _flags(()), '#include "symgrad_rt.h"\n') == []
+    c = 1.0 + 2.0 ** -21  # a function no other test compiles
+    G = symgrad.compile(lambda x: math.exp(c * x) * x + 1.0, [()]).grad
+    assert G(0.5) == pytest.approx(math.exp(c * 0.5) * (1.0 + c * 0.5), rel=1e-15)

@@ -1,0 +1,46 @@
+"""symgrad/spawn.py: a program's output, its exit code, a timeout that holds even where a
+process it started keeps the output open, and an exception that stops the program."""
+import os
+import signal
+import time
+
+import pytest
+
+from symgrad import spawn
+
+
+def test_output_and_exit_code_of_a_program():
+    code, out = spawn.run(["/bin/sh", "-c", "printf 'a\\n'; printf 'b\\n' >&2; exit 3"])
+    assert code == 3 and out == "a\nb\n"
+    with pytest.raises(FileNotFoundError):
+        spawn.run(["no-such-program-anywhere"])
+
+
+def test_a_timeout_holds_while_a_process_it_started_keeps_the_output_open():
+    t = time.monotonic()
+    code, out = spawn.run(["/bin/sh", "-c", "echo started; sleep 60 &"], timeout=1.0)
+    assert out == "started\n" and time.monotonic() - t < 10
+
+
+def test_a_timeout_kills_a_program_that_runs_on():
+    t = time.monotonic()
+    code, out = spawn.run(["/bin/sh", "-c", "echo started; exec sleep 60"], timeout=1.0)
+    assert code == -signal.SIGKILL and out == "started\n" and time.monotonic() - t < 10
+
+
+def test_an_exception_while_it_runs_kills_it():
+    """KeyboardInterrupt (here an exception from a signal handler) while waiting: the program
+    is killed and waited for, not left to finish."""
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+    old = signal.signal(signal.SIGALRM, interrupt)
+    running = set()
+    t = time.monotonic()
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.5)
+        with pytest.raises(KeyboardInterrupt):
+            spawn.run(["sleep", "60"], running=running)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    assert time.monotonic() - t < 10 and running == set()
