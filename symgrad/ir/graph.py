@@ -364,13 +364,16 @@ class Graph:
                                  f"{' and scatter terms' if adds is not None else ''} (a bug in symgrad)")
             outs.append((name, tuple(shape), [self.zero_node(r) for r in refs], tuple(loops), adds, stores))
         used = [r for o in outs for r in o[2]] + [x for o in outs for a in (o[4] or ()) for x in a[:2]]
-        new, nodes = {}, []
+        new, nodes, old = [0] * len(self.nodes), [], self.nodes
         for i in self.cone(used):
-            n = self.nodes[i]
-            if n[0] == "sum":
+            n = old[i]
+            op = n[0]
+            if op == "sum":
                 n = ("sum", new[n[1]], n[2])
-            elif n[0] not in LEAVES:
-                n = (n[0], *[new[j] for j in n[1:]])
+            elif len(n) == 3 and op not in LEAVES:  # (most nodes: binary)
+                n = (op, new[n[1]], new[n[2]])
+            elif op not in LEAVES:
+                n = (op, *[new[j] for j in n[1:]])
             new[i] = len(nodes)
             nodes.append(n)
         return Program(tuple(args if args is not None else self.args), tuple(nodes), tuple(
