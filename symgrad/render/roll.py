@@ -116,29 +116,33 @@ def runs(stmts, inputs_of, options):
     work (_order). Returns [(Roll or None, statements), ...]: a loop's members' statements, or
     statements that stay straight."""
     n = len(stmts)
-    depth, keys, leaf_of, results = {}, [], [], [False] * len(stmts)
-    dep = [0] * n
+    depth, leaf_of, src_of, results, dep = {}, [None] * n, [None] * n, [False] * n, [0] * n
+    ids, keys, count = {}, [0] * n, {}  # each form as a small number (forms are deep tuples: slow to hash again)
+    maker = {t: k for k, (t, _) in enumerate(stmts) if not isinstance(t, tuple)}
     shapes = _shaper(stmts[0][1].low) if stmts else None
+    depth_of, input_of, made_by, temp = depth.get, inputs_of.get, maker.get, ("t",)
     for k, (t, e) in enumerate(stmts):
         leaves = []
         shape = shapes(e.node, e.define, leaves, {})
-        dep[k] = 1 + max((depth[s] for s in leaves if s in depth), default=0)
-        if not isinstance(t, tuple):
-            depth[t] = dep[k]
-        target = ("t",) if not isinstance(t, tuple) else ("r", t[0])
-        keys.append((shape, target, tuple(inputs_of.get(s) for s in leaves)))
-        results[k] = target != ("t",)
-        leaf_of.append(tuple(leaves))
-    ids = {}  # each form as a small number (the forms are deep tuples: slow to hash again and again)
-    keys = [ids.setdefault(key, len(ids)) for key in keys]
-    count = {}
-    for key in keys:
+        d = 0
+        for s in leaves:
+            x = depth_of(s)
+            if x is not None and x > d:
+                d = x
+        dep[k] = d = d + 1
+        if isinstance(t, tuple):
+            target = ("r", t[0])
+            results[k] = True
+        else:
+            depth[t], target = d, temp
+        key = (shape, target, tuple(map(input_of, leaves)))
+        key = keys[k] = ids.setdefault(key, len(ids))
         count[key] = count.get(key, 0) + 1
-    maker = {t: k for k, (t, _) in enumerate(stmts) if not isinstance(t, tuple)}
-    common = [count[keys[k]] >= options.roll_min for k in range(n)]
+        leaf_of[k] = tuple(leaves)
+        src_of[k] = tuple([made_by(s, -1) for s in leaves])  # the statement each operand is, or -1
+    common = [count[key] >= options.roll_min for key in keys]
     if not any(common):
         return [(None, list(stmts))]
-    src_of = [tuple(maker.get(s, -1) for s in leaves) for leaves in leaf_of]  # the statement each operand is, or -1
     readers = [[] for _ in range(n)]
     for k in range(n):
         for m in src_of[k]:
@@ -152,7 +156,7 @@ def runs(stmts, inputs_of, options):
             by.setdefault((keys[k], dep[k]), []).append([k])
         return [m for m in by.values() if len(m) >= options.roll_alone_min]
 
-    groups, rest = _members(n, keys, results, leaf_of, src_of, readers, stmts, common, options.roll_min)
+    groups, rest = _members(n, keys, results, leaf_of, src_of, readers, common, options.roll_min)
     groups += alone(rest)
     for attempt in itertools.count():
         order, caught = _order(n, groups, src_of)
@@ -200,7 +204,7 @@ def _runs_of(order):
     return out
 
 
-def _members(n, keys, results, leaf_of, src_of, readers, stmts, common, least):
+def _members(n, keys, results, leaf_of, src_of, readers, common, least):
     """The members of the loops that roll whole members: common statements (``common``) joined
     through the temporaries they read of each other, along the pairs of forms where every
     statement of the reading form reads one of the other form and every one of the other is
@@ -253,7 +257,7 @@ def _members(n, keys, results, leaf_of, src_of, readers, stmts, common, least):
                 parts.setdefault(forest.find(k), []).append(k)
         classes = {}
         for part in parts.values():
-            classes.setdefault(_form(part, keys, leaf_of, src_of, readers, stmts), []).append(part)
+            classes.setdefault(_form(part, keys, leaf_of, src_of, readers, results), []).append(part)
         groups, rest, cross = [], [], set()
         for members in classes.values():
             if len(members) < least or len(members[0]) == 1:
@@ -405,19 +409,16 @@ def _outside(member, leaf_of, src_of):
     return tuple(seen)
 
 
-def _form(member, keys, leaf_of, src_of, readers, stmts):
+def _form(member, keys, leaf_of, src_of, readers, results):
     """What members that roll together share: each statement's form, where each of its operands
-    comes from (a statement of the member, by place, or the k-th operand from outside, by
-    first reading) and whether a statement outside reads it."""
+    comes from (a statement of the member, by place p, or the k-th operand from outside, by
+    first reading, as ~k) and whether it is a result or a statement outside reads it."""
     place = {k: p for p, k in enumerate(member)}
-    outside, form = {}, []
+    at, inside, outside, form = place.get, place.__contains__, {}, []
     for k in member:
         srcs = []
         for s, m in zip(leaf_of[k], src_of[k]):
-            if m in place:
-                srcs.append(("in", place[m]))
-            else:
-                srcs.append(("out", outside.setdefault(s, len(outside))))
-        read_out = isinstance(stmts[k][0], tuple) or any(r not in place for r in readers[k])
-        form.append((keys[k], tuple(srcs), read_out))
+            p = at(m)
+            srcs.append(p if p is not None else ~outside.setdefault(s, len(outside)))  # (~: from outside)
+        form.append((keys[k], tuple(srcs), results[k] or not all(map(inside, readers[k]))))
     return tuple(form)
