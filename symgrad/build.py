@@ -316,7 +316,7 @@ def _compile(source, key, tmp, build_flags, parts=()):
         with open(units[-1], "w") as f:
             f.write(part)
     cflags = [*[f for f in build_flags if not f.startswith("-l")], "-I", str(csrc_dir())]
-    pchs = [pch.include_dirs(cc, cflags, text) for text in texts]
+    pchs = [pch.include_dirs(cc, cflags, text, machine()) for text in texts]
     try:
         out = _compile_units(cc, cflags, pchs, units, texts, key, tmp, build_flags)
     except _CompilerFailed as e:
@@ -328,7 +328,7 @@ def _compile(source, key, tmp, build_flags, parts=()):
         out = _compile_units(cc, cflags, pchs, units, texts, key, tmp, build_flags)
     for args, text in zip(pchs, texts):
         if not args:
-            pch.prepare(cc, cflags, text)
+            pch.prepare(cc, cflags, text, machine())
     return out
 
 
@@ -356,16 +356,16 @@ def _run(cmds, files, what, sizes=None):
     what failed, and the source of that file."""
     import threading
     order = sorted(range(len(cmds)), key=lambda i: -(sizes[i] if sizes else 0))
-    results, taking, running, stop = {}, threading.Lock(), set(), []
+    results, taking, group = {}, threading.Lock(), spawn.Group()
 
     def work():
         while True:
             with taking:
-                if not order or stop:
+                if not order or group.stopped:
                     return
                 i = order.pop(0)
             try:
-                results[i] = spawn.run(cmds[i], running=running)
+                results[i] = spawn.run(cmds[i], group=group)
             except BaseException as e:  # raised below, in this thread
                 results[i] = e
 
@@ -380,10 +380,7 @@ def _run(cmds, files, what, sizes=None):
             for t in threads:
                 t.join()
         except BaseException:  # KeyboardInterrupt: no further unit starts, those running stop
-            with taking:
-                stop.append(True)
-            for pid in list(running):
-                spawn.kill(pid)
+            group.stop()
             raise
     for i in range(len(cmds)):
         if isinstance(results[i], BaseException):

@@ -112,7 +112,7 @@ def unsafe(path):
     return f"another user could replace it: {why}" if why else None
 
 
-def _make_private(path):
+def make_private(path):
     """Create ``path`` and any missing parents as 0700 directories (whatever the umask);
     the reason it is unusable, or None."""
     path = os.path.abspath(path)
@@ -186,7 +186,7 @@ def private_dir(create=True):
                 if os.path.lexists(path) and unsafe(path) is None:
                     return Path(path)
                 continue
-            why = _make_private(path)
+            why = make_private(path)
             if why is None:
                 _private["dir"] = Path(path)
                 return _private["dir"]
@@ -233,11 +233,11 @@ def directory():
             why = unsafe(d)
         elif explicit:
             d = Path(os.path.abspath(explicit))
-            why = _make_private(d) if not os.path.lexists(d) else unsafe(d)
+            why = make_private(d) if not os.path.lexists(d) else unsafe(d)
         else:
             path = _default_location()
             d = Path(path) if path else None
-            why = _make_private(path) if path else "no home directory is known (HOME is unset)"
+            why = make_private(path) if path else "no home directory is known (HOME is unset)"
         if why and explicit:
             _dir.pop(key, None)
             raise CacheError(f"SYMGRAD_CACHE_DIR={explicit!r} cannot be used: {why}. symgrad loads "

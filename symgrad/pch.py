@@ -37,27 +37,30 @@ WRAPPERS = frozenset({"ccache", "sccache", "distcc", "icecc"})
 ENVIRONMENT = ("CPATH", "C_INCLUDE_PATH", "GCC_EXEC_PREFIX", "COMPILER_PATH")  # (and the working
 # directory, where CC carries options: they may name directories relative to it)
 _INCLUDE = f'#include "{HEADER}"'
+_HEAD_LINES = 64  # a unit's lines read for the macros it defines before the include
 _DEFINE = re.compile(r"#define (\w+)$")
 _lock = forksafe.RLock()
 _started = set()  # keys whose build this process started
 _checked = set()  # directories whose files this process found unchanged
 
 
-def include_dirs(cc, flags, text):
+def include_dirs(cc, flags, text, host):
     """The ``-I`` arguments (before the runtime's own) that let ``cc flags`` compile the unit
-    ``text`` from the precompiled header: its directory, or none while there is none."""
-    where = _place(cc, flags, text)
+    ``text`` from the precompiled header: its directory, or none while there is none. ``host``:
+    what the flags' -march=native stands for (build.machine()), so that a package directory
+    shared by several machines holds one .gch for each."""
+    where = _place(cc, flags, text, host)
     if where is None:
         return []
     d = os.path.join(*where)
     return ["-I", d] if _current(d) else []
 
 
-def prepare(cc, flags, text):
+def prepare(cc, flags, text, host):
     """Start building the precompiled header for such a unit, if there is none (after ``cc``
     compiled one: a compiler that refuses code is not asked to precompile), unless the
     compiler made something else than GCC's (for good) or the last try failed (for RETRY s)."""
-    where = _place(cc, flags, text)
+    where = _place(cc, flags, text, host)
     if where is None:
         return
     d = os.path.join(*where)
@@ -122,7 +125,7 @@ def _prefix_defines(text):
     """The macros a unit defines (without values) before it includes the header, or None where
     anything else comes first (GCC would not read a .gch then)."""
     defines = []
-    for line in text.splitlines():
+    for line in text.split("\n", _HEAD_LINES)[:_HEAD_LINES]:  # (not the whole of a large unit)
         line = line.strip()
         if line == _INCLUDE:
             return tuple(defines)
@@ -134,7 +137,7 @@ def _prefix_defines(text):
     return None
 
 
-def _place(cc, flags, text):
+def _place(cc, flags, text, host):
     defines = _prefix_defines(text)
     if defines is None:
         return None
@@ -143,7 +146,7 @@ def _place(cc, flags, text):
         here = os.getcwd() if len(cc) > 1 else ""
     except OSError:  # a working directory removed: no precompiled header then
         return None
-    return _where(tuple(cc), tuple(flags), defines, tuple(os.environ.get(v, "") for v in ENVIRONMENT) + (here,))
+    return _where(tuple(cc), tuple(flags), defines, tuple(os.environ.get(v, "") for v in ENVIRONMENT) + (here, host))
 
 
 @lru_cache(maxsize=None)
@@ -164,16 +167,17 @@ def _where(cc, flags, defines, environment):
     if binary is None:
         return None
     real = os.path.realpath(binary)
+    if os.path.basename(real) in WRAPPERS:  # a link named gcc to ccache (/usr/lib/ccache/gcc)
+        return None
     try:
         with open(real, "rb") as f:
             if f.read(4) != b"\x7fELF":
                 return None
         st = os.stat(real)
-        root = csrc_dir() / DIR
-        os.makedirs(root, mode=0o700, exist_ok=True)
     except OSError:
         return None
-    if cachedir.unsafe(str(root)) is not None:
+    root = csrc_dir() / DIR
+    if cachedir.make_private(str(root)) is not None:  # (nothing made where others could write)
         return None
     h = hashlib.sha256()
     for part in (shlex.join(cc), f"{real} {st.st_size} {st.st_mtime_ns}", shlex.join(flags), " ".join(defines),
@@ -236,8 +240,11 @@ finally:
 
 def _start(root, key, cc, flags, defines):
     """Start building the precompiled header ``key``, detached: a shell starts the build in
-    the background and exits. A marker keeps other processes from building it meanwhile."""
+    the background and exits at once. A marker keeps other processes from building it
+    meanwhile; the build removes it, or this where the build does not start."""
     import json
+
+    from . import spawn
     with _lock:
         if key in _started:
             return
@@ -251,27 +258,25 @@ def _start(root, key, cc, flags, defines):
         pass
     try:
         os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except OSError:
+        return
+    try:
         _prune(root, key)
         out = os.path.join(root, key)
         os.makedirs(out, mode=0o700, exist_ok=True)
         for name, data in _headers():  # the very text the key hashed, whatever csrc/ holds by now
             with open(os.path.join(out, name), "wb") as f:  # beside the .gch: a second #include finds it
                 f.write(data)
-    except OSError:
-        return
-    cmd = [*cc, *flags, *(f"-D{m}=" for m in defines), "-x", "c-header", os.path.join(out, HEADER)]
-    script = shlex.join([sys.executable, "-I", "-S", "-c", _BUILD, out, marker, json.dumps(cmd)])
-    import threading
-    threading.Thread(target=_detach, args=(script,), name="symgrad-pch", daemon=True).start()
-
-
-def _detach(script):
-    """Run ``script`` in the background of a shell that exits at once: nothing to wait for."""
-    from . import spawn
-    try:
+        cmd = [*cc, *flags, *(f"-D{m}=" for m in defines), "-x", "c-header", os.path.join(out, HEADER)]
+        script = shlex.join([sys.executable, "-I", "-S", "-c", _BUILD, out, marker, json.dumps(cmd)])
         spawn.run(["/bin/sh", "-c", f"({script}) </dev/null >/dev/null 2>&1 &"], timeout=30, new_session=True)
-    except OSError:
-        pass
+    except BaseException as e:  # (a full disk, no shell: no .gch for now; an interrupt goes on)
+        try:
+            os.unlink(marker)
+        except OSError:
+            pass
+        if not isinstance(e, OSError):
+            raise
 
 
 def _prune(root, keep):

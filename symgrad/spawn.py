@@ -6,14 +6,43 @@ from __future__ import annotations
 import os
 
 SIGKILL = 9  # POSIX; the signal module is not imported for it
+# Signals Python ignores that a program expects at their default (subprocess restores them too):
+# SIGPIPE (a compiler writing to a closed pipe stops) and SIGXFSZ, numbered as on Linux and macOS.
+DEFAULT_SIGNALS = (13, 25)
 
 
-def run(cmd, timeout=None, new_session=False, running=None):
+class Group:
+    """Programs run together (``run(..., group=g)``): ``stop`` kills those running and any
+    started after it, and never signals a pid that run has already waited for (reused by then)."""
+
+    def __init__(self):
+        import threading
+        self._lock, self._pids, self.stopped = threading.Lock(), set(), False
+
+    def stop(self):
+        with self._lock:
+            self.stopped = True
+            for pid in self._pids:  # (not yet waited for: still these programs)
+                kill(pid)
+
+    def _started(self, pid):
+        with self._lock:
+            self._pids.add(pid)
+            if self.stopped:
+                kill(pid)
+
+    def _ended(self, pid):
+        """Forget ``pid`` just before run waits for it: after this, stop leaves it alone."""
+        with self._lock:
+            self._pids.discard(pid)
+
+
+def run(cmd, timeout=None, new_session=False, group=None):
     """(exit code, what ``cmd`` printed on stdout and stderr) of ``cmd`` run with stdin from
     /dev/null (in a session of its own with ``new_session``). After ``timeout`` seconds it is
     killed and what it printed so far returned (exit code -9), even where a process it started
     still holds its output open; an exception meanwhile (KeyboardInterrupt) kills it too.
-    ``running``: a set that holds its pid while it runs (for a caller that stops several).
+    ``group``: a Group that can stop it (a caller that runs several).
     Raises OSError where it cannot be started (FileNotFoundError: no such program)."""
     if not hasattr(os, "posix_spawnp"):
         import subprocess
@@ -29,7 +58,8 @@ def run(cmd, timeout=None, new_session=False, running=None):
         try:
             pid = os.posix_spawnp(cmd[0], list(cmd), os.environ,
                                   file_actions=[(os.POSIX_SPAWN_DUP2, null, 0), (os.POSIX_SPAWN_DUP2, w, 1),
-                                                (os.POSIX_SPAWN_DUP2, w, 2)], setsid=new_session)
+                                                (os.POSIX_SPAWN_DUP2, w, 2)], setsid=new_session,
+                                  setsigdef=DEFAULT_SIGNALS)
         finally:
             os.close(null)
     except BaseException:
@@ -37,8 +67,8 @@ def run(cmd, timeout=None, new_session=False, running=None):
         raise
     finally:
         os.close(w)
-    if running is not None:
-        running.add(pid)
+    if group is not None:
+        group._started(pid)
     try:
         out = _read(r, pid, timeout)
     except BaseException:
@@ -46,11 +76,11 @@ def run(cmd, timeout=None, new_session=False, running=None):
         raise
     finally:
         os.close(r)
-        try:
-            _, status = os.waitpid(pid, 0)
-        finally:
-            if running is not None:
-                running.discard(pid)
+        if group is not None:
+            if hasattr(os, "waitid"):  # its end, unreaped (stop may still kill it meanwhile)
+                os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
+            group._ended(pid)
+        _, status = os.waitpid(pid, 0)
     return os.waitstatus_to_exitcode(status), out.decode(errors="replace")
 
 

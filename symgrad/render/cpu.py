@@ -75,7 +75,8 @@ def _defined(kind, sig, body):
     return [f"{kind} {sig} {{", *body] if body else []
 
 
-TAIL_UNIT_NUMBERS = 16  # arguments' and results' numbers a point moves, from which its tail is a unit of its own
+TAIL_UNIT_NUMBERS = 16  # arguments' and results' numbers a point moves, from which its tail is a unit of its
+# own (fewer: its tiles, tail and single point, where it has tiles: _apart)
 
 
 def _apart(sched, parts, options, tiles):

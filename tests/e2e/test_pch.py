@@ -3,6 +3,7 @@ the same object code reading it as reading the header's text, and a damaged one 
 build nor changes a result."""
 import math
 import os
+import shutil
 import subprocess
 import time
 
@@ -55,9 +56,9 @@ def _flags(extra):
 def _precompiled(flags, text, seconds=120):
     """The precompiled header's -I arguments for ``text``, waiting for its build."""
     deadline = time.monotonic() + seconds
-    pch.prepare(build.compiler(), flags, text)
+    pch.prepare(build.compiler(), flags, text, build.machine())
     while True:
-        args = pch.include_dirs(build.compiler(), flags, text)
+        args = pch.include_dirs(build.compiler(), flags, text, build.machine())
         if args:
             return args
         assert time.monotonic() < deadline, "no precompiled header was built"
@@ -84,15 +85,18 @@ def test_each_kind_of_unit_compiles_to_the_same_object_with_the_precompiled_head
         assert fast == plain, f"{label}: the object code differs with the precompiled header"
 
 
-def _own_compiler(monkeypatch):
-    """A compiler command of this test alone (a macro no unit uses): its own precompiled header."""
+@pytest.fixture
+def own_compiler(monkeypatch):
+    """A compiler command of this test alone (a macro no unit uses): its own precompiled header,
+    in a directory of its own, removed after the test (with any build still writing there)."""
     cc = f"{build.compiler()[0]} -DSYMGRAD_PCH_TEST_{os.getpid()}_{time.monotonic_ns()}"
     monkeypatch.setenv("CC", cc)
-    return build.compiler()
+    monkeypatch.setattr(pch, "DIR", f"__pch_test_{os.getpid()}__")
+    yield build.compiler()
+    shutil.rmtree(csrc_dir() / pch.DIR, ignore_errors=True)
 
 
-def test_a_damaged_precompiled_header_is_discarded_and_the_kernel_is_right(monkeypatch):
-    _own_compiler(monkeypatch)
+def test_a_damaged_precompiled_header_is_discarded_and_the_kernel_is_right(own_compiler):
     text = _kernel(symgrad.compile(lambda x: x * x, [()]).grad).source
     args = _precompiled(_flags(()), text)
     gch = os.path.join(args[1], pch.GCH)
@@ -105,18 +109,19 @@ def test_a_damaged_precompiled_header_is_discarded_and_the_kernel_is_right(monke
     assert not os.path.exists(args[1])  # removed: no compile reads it again
 
 
-def test_a_precompiled_header_whose_files_changed_is_not_read(monkeypatch, tmp_path):
+def test_a_precompiled_header_whose_files_changed_is_not_read(monkeypatch, tmp_path, own_compiler):
     """Each file GCC read to make it (the header's copy, system headers) is listed with its size
     and time; a process that finds one changed removes it instead of reading it."""
     monkeypatch.chdir(tmp_path)  # where the other process runs (CC's options may be relative to it)
-    cc = _own_compiler(monkeypatch)
+    cc = own_compiler
     text = '/* x */\n#include "symgrad_rt.h"\n'
     flags = _flags(())
     args = _precompiled(flags, text)
     with open(os.path.join(args[1], "deps")) as f:
         files = [line.split(" ", 2)[2] for line in f.read().splitlines()]
     assert os.path.join(args[1], pch.HEADER) in files and "/math.h" in " ".join(files)
-    ask = f"from symgrad import pch; print(pch.include_dirs({cc!r}, {flags!r}, {text!r}))"
+    ask = (f"from symgrad import build, pch; pch.DIR = {pch.DIR!r}; "
+           f"print(pch.include_dirs({cc!r}, {flags!r}, {text!r}, build.machine()))")
     assert run_python(ask, tmp_path, CC=" ".join(cc)).lines == [repr(args)]
     os.utime(os.path.join(args[1], "symgrad_math.h"), ns=(0, 0))
     assert run_python(ask, tmp_path, CC=" ".join(cc)).lines == ["[]"]
@@ -124,25 +129,49 @@ def test_a_precompiled_header_whose_files_changed_is_not_read(monkeypatch, tmp_p
 
 
 def test_a_unit_with_anything_but_defines_before_the_include_reads_the_header_itself():
-    flags = _flags(())
-    assert pch.include_dirs(build.compiler(), flags, 'int x;\n#include "symgrad_rt.h"\n') == []
-    assert pch.include_dirs(build.compiler(), flags, "/* no runtime */\nint x;\n") == []
+    flags, cc, host = _flags(()), build.compiler(), build.machine()
+    assert pch._place(cc, flags, '/* a */\n#define A\n#include "symgrad_rt.h"\n', host) is not None
+    assert pch._place(cc, flags, 'int x;\n#include "symgrad_rt.h"\n', host) is None
+    assert pch._place(cc, flags, "/* no runtime */\nint x;\n", host) is None
 
 
-@pytest.mark.parametrize("cc", [["ccache", "gcc"], ["no-such-compiler-anywhere"]])
-def test_no_precompiled_header_for_a_compiler_wrapper_or_a_missing_compiler(cc):
-    assert pch.include_dirs(cc, _flags(()), '#include "symgrad_rt.h"\n') == []
+def _ccache_named_gcc(tmp_path):
+    """/usr/lib/ccache's layout: a link named gcc to a program named ccache (here a copy of the
+    compiler: an ELF file, as ccache is)."""
+    real = tmp_path / "ccache"
+    shutil.copy(shutil.which(build.compiler()[0]), real)
+    (tmp_path / "gcc").symlink_to(real)
+    return [str(tmp_path / "gcc")]
 
 
-def test_a_removed_working_directory_with_options_in_cc(monkeypatch, tmp_path):
+@pytest.mark.parametrize("cc", [["ccache", "gcc"], ["no-such-compiler-anywhere"], _ccache_named_gcc])
+def test_no_precompiled_header_for_a_compiler_wrapper_or_a_missing_compiler(cc, tmp_path):
+    cc = cc(tmp_path) if callable(cc) else cc
+    assert pch._place(cc, _flags(()), '#include "symgrad_rt.h"\n', build.machine()) is None
+
+
+def test_a_removed_working_directory_with_options_in_cc(monkeypatch, tmp_path, own_compiler):
     """A CC with options makes the working directory part of the .gch's name; where that
     directory is gone, units read the header itself and the kernel builds."""
     gone = tmp_path / "gone"
     gone.mkdir()
     monkeypatch.chdir(gone)
     os.rmdir(gone)
-    _own_compiler(monkeypatch)
-    assert pch.include_dirs(build.compiler(), _flags(()), '#include "symgrad_rt.h"\n') == []
+    assert pch._place(own_compiler, _flags(()), '#include "symgrad_rt.h"\n', build.machine()) is None
     c = 1.0 + 2.0 ** -21  # a function no other test compiles
     G = symgrad.compile(lambda x: math.exp(c * x) * x + 1.0, [()]).grad
     assert G(0.5) == pytest.approx(math.exp(c * 0.5) * (1.0 + c * 0.5), rel=1e-15)
+
+
+def test_a_build_that_cannot_start_leaves_no_marker(monkeypatch, own_compiler):
+    """The marker that keeps other processes from building the same .gch goes where the build
+    does not start (no shell): they build it at once, not after pch.STALE seconds."""
+    from symgrad import spawn
+
+    def no_shell(*args, **kwargs):
+        raise OSError("no shell")
+    monkeypatch.setattr(spawn, "run", no_shell)
+    text = '/* y */\n#include "symgrad_rt.h"\n'
+    pch.prepare(own_compiler, _flags(()), text, build.machine())
+    root = csrc_dir() / pch.DIR
+    assert os.path.isdir(root) and not [p for p in os.listdir(root) if p.endswith(".building")]

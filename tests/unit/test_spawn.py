@@ -2,6 +2,7 @@
 process it started keeps the output open, and an exception that stops the program."""
 import os
 import signal
+import threading
 import time
 
 import pytest
@@ -18,8 +19,10 @@ def test_output_and_exit_code_of_a_program():
 
 def test_a_timeout_holds_while_a_process_it_started_keeps_the_output_open():
     t = time.monotonic()
-    code, out = spawn.run(["/bin/sh", "-c", "echo started; sleep 60 &"], timeout=1.0)
-    assert out == "started\n" and time.monotonic() - t < 10
+    code, out = spawn.run(["/bin/sh", "-c", "echo started; sleep 60 & echo $! >&2"], timeout=1.0)
+    started, holder = out.split()
+    os.kill(int(holder), signal.SIGKILL)  # (the test's own leftover)
+    assert started == "started" and time.monotonic() - t < 10
 
 
 def test_a_timeout_kills_a_program_that_runs_on():
@@ -34,13 +37,34 @@ def test_an_exception_while_it_runs_kills_it():
     def interrupt(signum, frame):
         raise KeyboardInterrupt
     old = signal.signal(signal.SIGALRM, interrupt)
-    running = set()
     t = time.monotonic()
     try:
         signal.setitimer(signal.ITIMER_REAL, 0.5)
         with pytest.raises(KeyboardInterrupt):
-            spawn.run(["sleep", "60"], running=running)
+            spawn.run(["sleep", "60"], group=spawn.Group())
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
-    assert time.monotonic() - t < 10 and running == set()
+    assert time.monotonic() - t < 10
+
+
+def test_a_stopped_group_kills_what_runs_and_what_starts_after():
+    group = spawn.Group()
+    done = []
+    worker = threading.Thread(target=lambda: done.append(spawn.run(["sleep", "60"], group=group)))
+    t = time.monotonic()
+    worker.start()
+    time.sleep(0.3)
+    group.stop()
+    worker.join(10)
+    assert done and done[0][0] == -signal.SIGKILL
+    assert spawn.run(["sleep", "60"], group=group)[0] == -signal.SIGKILL  # started after the stop
+    assert time.monotonic() - t < 10
+
+
+def test_a_program_starts_with_sigpipe_at_its_default():
+    """Python ignores SIGPIPE; a compiler writing to a closed pipe must stop, not loop on EPIPE."""
+    assert signal.getsignal(signal.SIGPIPE) == signal.SIG_IGN
+    code, out = spawn.run(["/bin/sh", "-c", "yes | head -c 1 >/dev/null; grep SigIgn /proc/self/status"])
+    ignored = int(out.split()[-1], 16)
+    assert code == 0 and not ignored & (1 << (signal.SIGPIPE - 1))
