@@ -157,9 +157,10 @@ def _headers():
 
 @lru_cache(maxsize=None)
 def _where(cc, flags, defines, environment):
-    """(directory, key) of the precompiled header for these, or None where there is none to
-    have: a wrapper or script as the compiler, no compiler, no Python to run the build, or a
-    package directory another user could change."""
+    """(directory, key) of the precompiled header for these (``environment``: the include-path
+    variables, the working directory where CC has options, and the host), or None where there is
+    none to have: a wrapper or script as the compiler, no compiler, no Python to run the build,
+    or a package directory another user could change."""
     if not cc or os.path.basename(cc[0]) in WRAPPERS or not os.path.exists("/bin/sh") \
             or not os.path.isabs(sys.executable or ""):
         return None
@@ -269,14 +270,15 @@ def _start(root, key, cc, flags, defines):
                 f.write(data)
         cmd = [*cc, *flags, *(f"-D{m}=" for m in defines), "-x", "c-header", os.path.join(out, HEADER)]
         script = shlex.join([sys.executable, "-I", "-S", "-c", _BUILD, out, marker, json.dumps(cmd)])
-        spawn.run(["/bin/sh", "-c", f"({script}) </dev/null >/dev/null 2>&1 &"], timeout=30, new_session=True)
-    except BaseException as e:  # (a full disk, no shell: no .gch for now; an interrupt goes on)
+        code = spawn.run(["/bin/sh", "-c", f"({script}) </dev/null >/dev/null 2>&1 &"], timeout=30,
+                         new_session=True)[0]
+    except OSError:  # (a full disk)
+        code = None
+    if code != 0:  # no build started (sh could not fork): others may try at once
         try:
             os.unlink(marker)
         except OSError:
             pass
-        if not isinstance(e, OSError):
-            raise
 
 
 def _prune(root, keep):

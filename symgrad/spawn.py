@@ -7,13 +7,14 @@ import os
 
 SIGKILL = 9  # POSIX; the signal module is not imported for it
 # Signals Python ignores that a program expects at their default (subprocess restores them too):
-# SIGPIPE (a compiler writing to a closed pipe stops) and SIGXFSZ, numbered as on Linux and macOS.
+# SIGPIPE (a compiler writing to a closed pipe stops) and SIGXFSZ, numbered as on x86, ARM and macOS.
 DEFAULT_SIGNALS = (13, 25)
 
 
 class Group:
-    """Programs run together (``run(..., group=g)``): ``stop`` kills those running and any
-    started after it, and never signals a pid that run has already waited for (reused by then)."""
+    """Programs run together (``run(..., group=g)``): ``stop`` kills those running (with what
+    they started: gcc's cc1, as) and any started after it, and never signals a pid that run has
+    already waited for (reused by then)."""
 
     def __init__(self):
         import threading
@@ -39,9 +40,10 @@ class Group:
 
 def run(cmd, timeout=None, new_session=False, group=None):
     """(exit code, what ``cmd`` printed on stdout and stderr) of ``cmd`` run with stdin from
-    /dev/null (in a session of its own with ``new_session``). After ``timeout`` seconds it is
-    killed and what it printed so far returned (exit code -9), even where a process it started
-    still holds its output open; an exception meanwhile (KeyboardInterrupt) kills it too.
+    /dev/null, in a process group of its own (a session with ``new_session``). After ``timeout``
+    seconds it is killed, with every process of its group (gcc's cc1 and as), and what it printed
+    so far returned (exit code -9), even where a process it started still holds its output open;
+    an exception meanwhile (KeyboardInterrupt) kills them too.
     ``group``: a Group that can stop it (a caller that runs several).
     Raises OSError where it cannot be started (FileNotFoundError: no such program)."""
     if not hasattr(os, "posix_spawnp"):
@@ -58,8 +60,8 @@ def run(cmd, timeout=None, new_session=False, group=None):
         try:
             pid = os.posix_spawnp(cmd[0], list(cmd), os.environ,
                                   file_actions=[(os.POSIX_SPAWN_DUP2, null, 0), (os.POSIX_SPAWN_DUP2, w, 1),
-                                                (os.POSIX_SPAWN_DUP2, w, 2)], setsid=new_session,
-                                  setsigdef=DEFAULT_SIGNALS)
+                                                (os.POSIX_SPAWN_DUP2, w, 2)],
+                                  setsigdef=DEFAULT_SIGNALS, **({"setsid": True} if new_session else {"setpgroup": 0}))
         finally:
             os.close(null)
     except BaseException:
@@ -109,8 +111,9 @@ def _read(fd, pid, timeout):
 
 
 def kill(pid):
-    """SIGKILL to ``pid`` (one not yet waited for), if it still runs."""
+    """SIGKILL to the process group of ``pid`` (a program run started, not yet waited for: its
+    pid names its group), whatever of it still runs."""
     try:
-        os.kill(pid, SIGKILL)
+        os.killpg(pid, SIGKILL)
     except OSError:
         pass

@@ -364,7 +364,7 @@ class Graph:
                                  f"{' and scatter terms' if adds is not None else ''} (a bug in symgrad)")
             outs.append((name, tuple(shape), [self.zero_node(r) for r in refs], tuple(loops), adds, stores))
         used = [r for o in outs for r in o[2]] + [x for o in outs for a in (o[4] or ()) for x in a[:2]]
-        new, nodes, old = [0] * len(self.nodes), [], self.nodes
+        new, nodes, old = {}, [], self.nodes
         for i in self.cone(used):
             n = old[i]
             op = n[0]

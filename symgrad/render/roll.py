@@ -412,13 +412,13 @@ def _outside(member, leaf_of, src_of):
 def _form(member, keys, leaf_of, src_of, readers, results):
     """What members that roll together share: each statement's form, where each of its operands
     comes from (a statement of the member, by place p, or the k-th operand from outside, by
-    first reading, as ~k) and whether it is a result or a statement outside reads it."""
+    first reading, as len(member) + k) and whether it is a result or a statement outside reads it."""
     place = {k: p for p, k in enumerate(member)}
-    at, inside, outside, form = place.get, place.__contains__, {}, []
+    at, inside, outside, form, size = place.get, place.__contains__, {}, [], len(member)
     for k in member:
         srcs = []
         for s, m in zip(leaf_of[k], src_of[k]):
             p = at(m)
-            srcs.append(p if p is not None else ~outside.setdefault(s, len(outside)))  # (~: from outside)
+            srcs.append(p if p is not None else size + outside.setdefault(s, len(outside)))
         form.append((keys[k], tuple(srcs), results[k] or not all(map(inside, readers[k]))))
     return tuple(form)

@@ -163,14 +163,17 @@ def test_a_removed_working_directory_with_options_in_cc(monkeypatch, tmp_path, o
     assert G(0.5) == pytest.approx(math.exp(c * 0.5) * (1.0 + c * 0.5), rel=1e-15)
 
 
-def test_a_build_that_cannot_start_leaves_no_marker(monkeypatch, own_compiler):
-    """The marker that keeps other processes from building the same .gch goes where the build
-    does not start (no shell): they build it at once, not after pch.STALE seconds."""
-    from symgrad import spawn
+def _no_shell(*args, **kwargs):
+    raise OSError("no shell")
 
-    def no_shell(*args, **kwargs):
-        raise OSError("no shell")
-    monkeypatch.setattr(spawn, "run", no_shell)
+
+@pytest.mark.parametrize("start", [_no_shell, lambda *args, **kwargs: (2, "sh: 1: Cannot fork")])
+def test_a_build_that_cannot_start_leaves_no_marker(monkeypatch, own_compiler, start):
+    """The marker that keeps other processes from building the same .gch goes where the build
+    does not start (no shell, or one that cannot fork): they build it at once, not after
+    pch.STALE seconds."""
+    from symgrad import spawn
+    monkeypatch.setattr(spawn, "run", start)
     text = '/* y */\n#include "symgrad_rt.h"\n'
     pch.prepare(own_compiler, _flags(()), text, build.machine())
     root = csrc_dir() / pch.DIR

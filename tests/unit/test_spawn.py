@@ -1,6 +1,5 @@
 """symgrad/spawn.py: a program's output, its exit code, a timeout that holds even where a
 process it started keeps the output open, and an exception that stops the program."""
-import os
 import signal
 import threading
 import time
@@ -17,12 +16,26 @@ def test_output_and_exit_code_of_a_program():
         spawn.run(["no-such-program-anywhere"])
 
 
+def _gone(pid, seconds=10):
+    """Whether process ``pid`` ends (or is a zombie: killed, not yet reaped) within ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
 def test_a_timeout_holds_while_a_process_it_started_keeps_the_output_open():
+    """... and kills that process too: it is of the program's process group."""
     t = time.monotonic()
     code, out = spawn.run(["/bin/sh", "-c", "echo started; sleep 60 & echo $! >&2"], timeout=1.0)
     started, holder = out.split()
-    os.kill(int(holder), signal.SIGKILL)  # (the test's own leftover)
-    assert started == "started" and time.monotonic() - t < 10
+    assert started == "started" and time.monotonic() - t < 10 and _gone(int(holder))
 
 
 def test_a_timeout_kills_a_program_that_runs_on():
@@ -49,15 +62,18 @@ def test_an_exception_while_it_runs_kills_it():
 
 
 def test_a_stopped_group_kills_what_runs_and_what_starts_after():
+    """What runs with what it started (gcc's cc1 is gcc's child: an interrupted build left it
+    running, holding the output open)."""
     group = spawn.Group()
     done = []
-    worker = threading.Thread(target=lambda: done.append(spawn.run(["sleep", "60"], group=group)))
+    cmd = ["/bin/sh", "-c", "sleep 60 & echo $!; wait"]
+    worker = threading.Thread(target=lambda: done.append(spawn.run(cmd, group=group)))
     t = time.monotonic()
     worker.start()
-    time.sleep(0.3)
+    time.sleep(0.5)
     group.stop()
     worker.join(10)
-    assert done and done[0][0] == -signal.SIGKILL
+    assert done and done[0][0] == -signal.SIGKILL and _gone(int(done[0][1]))
     assert spawn.run(["sleep", "60"], group=group)[0] == -signal.SIGKILL  # started after the stop
     assert time.monotonic() - t < 10
 
