@@ -274,6 +274,8 @@ def _start(root, key, cc, flags, defines):
                          new_session=True)[0]
     except OSError:  # (a full disk)
         code = None
+    # An interrupt meanwhile leaves the marker: a build may be under way, and a second one in its
+    # directory would rewrite the header copies it reads (others then go without for STALE s).
     if code != 0:  # no build started (sh could not fork): others may try at once
         try:
             os.unlink(marker)

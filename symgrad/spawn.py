@@ -13,8 +13,8 @@ DEFAULT_SIGNALS = (13, 25)
 
 class Group:
     """Programs run together (``run(..., group=g)``): ``stop`` kills those running (with what
-    they started: gcc's cc1, as) and any started after it, and never signals a pid that run has
-    already waited for (reused by then)."""
+    they started: kill) and any started after it, and never signals a pid that run has already
+    waited for (reused by then)."""
 
     def __init__(self):
         import threading
@@ -40,10 +40,10 @@ class Group:
 
 def run(cmd, timeout=None, new_session=False, group=None):
     """(exit code, what ``cmd`` printed on stdout and stderr) of ``cmd`` run with stdin from
-    /dev/null, in a process group of its own (a session with ``new_session``). After ``timeout``
-    seconds it is killed, with every process of its group (gcc's cc1 and as), and what it printed
-    so far returned (exit code -9), even where a process it started still holds its output open;
-    an exception meanwhile (KeyboardInterrupt) kills them too.
+    /dev/null (in a session of its own with ``new_session``; else in the caller's process group,
+    which a terminal's Ctrl-C reaches). After ``timeout`` seconds it is killed (with what it
+    started that still runs: kill) and what it printed so far returned, even where a process it
+    left behind holds its output open; an exception meanwhile (KeyboardInterrupt) kills it too.
     ``group``: a Group that can stop it (a caller that runs several).
     Raises OSError where it cannot be started (FileNotFoundError: no such program)."""
     if not hasattr(os, "posix_spawnp"):
@@ -61,7 +61,7 @@ def run(cmd, timeout=None, new_session=False, group=None):
             pid = os.posix_spawnp(cmd[0], list(cmd), os.environ,
                                   file_actions=[(os.POSIX_SPAWN_DUP2, null, 0), (os.POSIX_SPAWN_DUP2, w, 1),
                                                 (os.POSIX_SPAWN_DUP2, w, 2)],
-                                  setsigdef=DEFAULT_SIGNALS, **({"setsid": True} if new_session else {"setpgroup": 0}))
+                                  setsid=new_session, setsigdef=DEFAULT_SIGNALS)
         finally:
             os.close(null)
     except BaseException:
@@ -111,9 +111,39 @@ def _read(fd, pid, timeout):
 
 
 def kill(pid):
-    """SIGKILL to the process group of ``pid`` (a program run started, not yet waited for: its
-    pid names its group), whatever of it still runs."""
+    """SIGKILL to ``pid`` (a program run started, not yet waited for) and to the processes it
+    started that are still its descendants (gcc's cc1 and as, where /proc lists them): an
+    interrupt that reaches Python alone (Jupyter's) would leave them running. Stopped first, it
+    starts no further one meanwhile."""
+    import signal  # (the kill path only)
     try:
-        os.killpg(pid, SIGKILL)
+        os.kill(pid, signal.SIGSTOP)
     except OSError:
-        pass
+        return
+    for p in [pid, *_descendants(pid)]:
+        try:
+            os.kill(p, SIGKILL)
+        except OSError:
+            pass
+
+
+def _descendants(pid):
+    """The processes below ``pid`` (children, theirs, ...), read from /proc (none without one)."""
+    children = {}
+    try:
+        names = [name for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return []
+    for name in names:
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                parent = int(f.read().rsplit(b")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(parent, []).append(int(name))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            out.append(child)
+            todo.append(child)
+    return out
