@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-SIGKILL = 9  # POSIX; the signal module is not imported for it
+SIGKILL = 9  # POSIX (the signal module is imported on the kill path only: kill)
 # Signals Python ignores that a program expects at their default (subprocess restores them too):
 # SIGPIPE (a compiler writing to a closed pipe stops) and SIGXFSZ, numbered as on x86, ARM and macOS.
 DEFAULT_SIGNALS = (13, 25)
