@@ -6,7 +6,10 @@ bottom-up, with identical subexpressions shared, so models from sympy.physics.me
 cache, pickle and differentiate like traced functions."""
 from __future__ import annotations
 
+import math
 import re
+import sys
+from fractions import Fraction
 
 import numpy as np
 import sympy as sp
@@ -119,9 +122,24 @@ _RELATIONS = {sp.StrictLessThan: "lt", sp.LessThan: "le", sp.StrictGreaterThan: 
 _NAMED = {sp.pi: "pi", sp.E: "E", sp.EulerGamma: "EulerGamma"}
 
 
+def _no_double(e):
+    """Whether sympy number ``e`` is finite but past the doubles (rounds to inf)."""
+    if e.is_Rational:
+        try:
+            float(Fraction(int(e.p), int(e.q)))
+        except OverflowError:
+            return True
+        return False
+    return bool(e.is_Float and e.is_finite and math.isinf(float(e)))
+
+
 def _number(e, b):
     if e in _NAMED:
         return b.node("const", "s", _NAMED[e])
+    if _no_double(e):
+        raise ValueError(f"from_sympy: the number {e.evalf(5)} has no double (past {sys.float_info.max:.4g}): "
+                         "the kernel would compute inf or nan where the expression is finite (2**2000*x at "
+                         "x = 0); scale the expression so that its constants are doubles")
     if e.is_Integer:
         return b.const(int(e))
     if e.is_Rational:

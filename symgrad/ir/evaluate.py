@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from ..program import index_vars
-from .graph import number
+from .graph import double
 from .ops import OPS
 
 
@@ -79,7 +79,7 @@ def evaluate(prog, *args):
     with np.errstate(all="ignore"):
         for n in prog.nodes:
             if n[0] == "const":
-                val.append((np.full(batch, float(number(n))), ()))
+                val.append((np.full(batch, double(n)), ()))
             elif n[0] == "arg":
                 val.append((np.broadcast_to(flat[n[1]][..., n[2]], batch), ()))
             elif n[0] == "read":

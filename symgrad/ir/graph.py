@@ -36,6 +36,16 @@ def number(node):
     return _NAMED[v] if isinstance(v, str) else v
 
 
+def double(node):
+    """The double a const node is printed as: its number rounded once, +-inf past the largest
+    (an exact 2**2000 of from_sympy)."""
+    v = number(node)
+    try:
+        return float(v)
+    except OverflowError:
+        return math.inf if v > 0 else -math.inf
+
+
 class Graph:
     """Nodes of ``prog`` and any built after them (value numbered)."""
 

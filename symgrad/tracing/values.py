@@ -38,10 +38,25 @@ def user_site():
     return "an unknown place"
 
 
+_BIG = 2 ** 1023  # past it an int may have no double (float() decides: _past_doubles)
+
+
+def _past_doubles(n):
+    """Whether int ``n`` has no double (2**2000): arithmetic with it raises, as Python's with a
+    float; a comparison is Python's exact one (_compare_beyond)."""
+    try:
+        return float(n) is None
+    except OverflowError:
+        return True
+
+
 def ref(b, x):
     """Node index of ``x`` (a Value of this trace or a number) in builder ``b``, or None."""
     if isinstance(x, Poison):
         x.fail()
+    if isinstance(x, int) and not -_BIG <= x <= _BIG and _past_doubles(x):
+        raise OverflowError(f"int too large to convert to float ({x.bit_length()} bits) in arithmetic with a "
+                            f"traced value at {user_site()}, as Python raises for a float")
     if isinstance(x, Value):
         if x.b is not b:
             raise TraceError(f"a traced value of another trace is used at {user_site()}: a value "
@@ -117,8 +132,8 @@ def _sequence(other):
 def _binary(op, reflected=False):
     def f(self, other):
         t = type(other)
-        if t is float or t is int or t is Value and other.b is self.b:  # most of a trace: apply's fast path
-            b = self.b
+        if t is float or t is int and -_BIG <= other <= _BIG or t is Value and other.b is self.b:  # apply's
+            b = self.b  # fast path: most of a trace
             j = other.i if t is Value else b.const(other)
             return Value(b, b.node(op, j, self.i) if reflected else b.node(op, self.i, j))
         if _sequence(other):
@@ -134,12 +149,25 @@ def _compare(op):
     def f(self, other):
         if _is_nan(other):  # as in Python: every comparison with nan is False, but !=
             return op == "ne"
+        if isinstance(other, int) and not -_BIG <= other <= _BIG and _past_doubles(other):
+            return _compare_beyond(self, op, other)
         if _sequence(other):
             return _UFUNCS[op](self, np.asarray(other))
         if ref(self.b, other) is None:
             return NotImplemented
         return apply(op, self, other)
     return f
+
+
+def _compare_beyond(x, op, n):
+    """``x op n`` for an int ``n`` past the doubles, as Python compares a float with it: no float
+    equals it; below a positive one lies all but inf (and nan), above a negative one all but -inf."""
+    if op in ("eq", "ne"):
+        return op == "ne"
+    big = sys.float_info.max if n > 0 else -sys.float_info.max
+    if op in ("lt", "le"):
+        return apply("lt", x, math.inf if n > 0 else big)
+    return apply("gt", x, big if n > 0 else -math.inf)
 
 
 class Leaving(TraceError):

@@ -15,7 +15,7 @@ import math
 from collections import defaultdict
 
 from ..errors import CompileError
-from ..ir.graph import LEAVES, Graph, number
+from ..ir.graph import LEAVES, Graph, double
 from ..ir.ops import OPS
 from ..program import Program
 
@@ -318,11 +318,11 @@ def _polynomial(prog):
     for n in prog.nodes:
         if n[0] not in _POLYNOMIAL:
             return False
-        if n[0] == "const" and not math.isfinite(float(number(n))):
+        if n[0] == "const" and not math.isfinite(double(n)):
             return False
         if n[0] == "pow":
             e = prog.nodes[n[2]]
-            if e[0] != "const" or not float(number(e)).is_integer() or not 0 <= float(number(e)) <= 64:
+            if e[0] != "const" or not double(e).is_integer() or not 0 <= double(e) <= 64:
                 return False
     return True
 

@@ -83,6 +83,33 @@ def test_negated_comparisons_and_self_comparisons_see_nan():
                                       + np.where(x == x, 100.0, 0.0))
 
 
+HUGE = 2 ** 2000  # an int past every double
+COMPARISONS = [operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne]
+
+
+def _beyond(x):
+    """Each comparison of x with +-HUGE, both ways round, as 0/1 (Python compares exactly)."""
+    return [1.0 if op(*pair) else 0.0 for op in COMPARISONS for n in (HUGE, -HUGE) for pair in ((x, n), (n, x))]
+
+
+def test_comparisons_with_an_int_past_every_double_are_pythons():
+    """No float equals 2**2000 and only an infinity lies beyond it: inf <= 2**2000 is False
+    (a comparison with the int rounded to inf would say True)."""
+    F = symgrad.compile(lambda x: np.array(_beyond(x)))
+    for x in (-math.inf, -1.7e308, -1.0, 0.0, 2.5, 1.7e308, math.inf, math.nan):
+        assert F(x).tolist() == _beyond(x), x
+    assert symgrad.compile(lambda x: x * x if x < HUGE else -x).grad(3.0) == 6.0
+
+
+def test_arithmetic_with_an_int_past_every_double_raises_as_python_does():
+    with pytest.raises(OverflowError):
+        2.0 * HUGE
+    for f in (lambda x: x * HUGE, lambda x: HUGE - x, lambda x: math.pow(x, HUGE)):
+        with pytest.raises(OverflowError, match=r"int too large to convert to float .*test_as_python_runs\.py, line"):
+            symgrad.compile(f)(2.0)
+    assert symgrad.compile(lambda x: x * 2 ** 1023)(0.5) == 0.5 * 2 ** 1023  # (the largest power that fits)
+
+
 def test_constants_fold_exactly():
     assert symgrad.compile(lambda x: math.fsum([x, 1e16, 1.0, -1e16]))(0.5) == math.fsum([0.5, 1e16, 1.0, -1e16])
 

@@ -287,3 +287,21 @@ def test_from_sympy_of_deep_shared_nesting_costs_its_distinct_parts(cse):
     for k in range(30):
         want = math.sin(want) * want - want * 0.7 + k
     assert float(evaluate(prog, 0.3, 0.7)[0]) == pytest.approx(want, rel=1e-12)
+
+
+@pytest.mark.parametrize("number", [sp.Integer(2) ** 2000, -sp.Integer(10) ** 5000, sp.Rational(10 ** 400, 3),
+                                    sp.Float("1e400")])
+def test_from_sympy_refuses_a_number_past_the_doubles(number):
+    """2**2000*x in doubles is inf*x: nan at x = 0, where the expression is 0; refused, naming it."""
+    x = sp.Symbol("x")
+    with pytest.raises(ValueError, match=r"from_sympy: the number .* has no double"):
+        program_from_sympy([number * x + x ** 2], [x])
+
+
+def test_from_sympy_takes_numbers_up_to_the_largest_double():
+    x = sp.Symbol("x")
+    largest = sp.Integer(2 ** 1024 - 2 ** 970 - 1)  # rounds to the largest double (one more: to inf)
+    prog = program_from_sympy([largest * x], [x])
+    assert np.ravel(evaluate(prog, [np.array([0.5])])[0]).tolist() == [1.7976931348623157e308 * 0.5]
+    with pytest.raises(ValueError, match="has no double"):
+        program_from_sympy([(largest + 1) * x], [x])
