@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import math
 import numbers
+import sys
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Optional
@@ -132,6 +133,51 @@ def index_vars(index, out=None):
     return out
 
 
+_BELOW = {"lt": "le", "le": "le", "gt": "gt", "ge": "gt"}  # x op c as x op' (the largest double below c)
+_FLIP = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq", "ne": "ne"}  # c op x is x op' c
+
+
+def no_double(node):
+    """Whether const ``node`` is an int or fraction past the doubles (2**2000: float() overflows)."""
+    if node[1] not in ("i", "q"):
+        return False
+    try:
+        float(Fraction(*node[2:]))
+    except OverflowError:
+        return True
+    return False
+
+
+def _inexact(node):
+    """The int or Fraction of const ``node`` where no double equals it (2**53 + 1, 1/3), else None."""
+    if node[1] == "i" and -2 ** 53 <= node[2] <= 2 ** 53 or node[1] not in ("i", "q"):
+        return None
+    v = Fraction(*node[2:])
+    return None if not no_double(node) and float(v) == v else v
+
+
+def _exact_comparison(b, n):
+    """Comparison node ``n`` (a double with an int or fraction no double equals) as Python
+    compares them, exactly: a comparison with the largest double below the number, or a
+    constant (no double equals it: == never holds, != always). None where both are doubles."""
+    op, x, c = n
+    v = _inexact(b.nodes[c])
+    if v is None:
+        v = _inexact(b.nodes[x])
+        if v is None:
+            return None
+        op, x = _FLIP[op], c
+    if op in ("eq", "ne"):
+        return b.const(int(op == "ne"))
+    if v > sys.float_info.max:
+        below = sys.float_info.max
+    elif v < -sys.float_info.max:
+        below = -math.inf
+    else:
+        below = float(v) if float(v) < v else math.nextafter(float(v), -math.inf)
+    return b.node(_BELOW[op], x, b.const(below))
+
+
 def const_key(c):
     """The exact node of a Python/numpy number, or None: floats by their bits (-0.0 and
     nan stay themselves), integers and fractions exactly."""
@@ -203,6 +249,10 @@ class Builder:
     def node(self, *n):
         i = self.index.get(n)
         if i is None:
+            if n[0] in _FLIP:  # a comparison with 2**53 + 1, 2**2000, 1/3: Python's exact one
+                exact = _exact_comparison(self, n)
+                if exact is not None:
+                    return exact
             i = self.index[n] = len(self.nodes)
             self.nodes.append(n)
         return i

@@ -116,15 +116,18 @@ def kill(pid):
     interrupt that reaches Python alone (Jupyter's) would leave them running. Stopped first, it
     starts no further one meanwhile."""
     import signal  # (the kill path only)
+    below = []
     try:
         os.kill(pid, signal.SIGSTOP)
+        below = _descendants(pid)
     except OSError:
-        return
-    for p in [pid, *_descendants(pid)]:
-        try:
-            os.kill(p, SIGKILL)
-        except OSError:
-            pass
+        pass
+    finally:  # (an interrupt meanwhile: still killed, not left stopped)
+        for p in [pid, *below]:
+            try:
+                os.kill(p, SIGKILL)
+            except OSError:
+                pass
 
 
 def _descendants(pid):

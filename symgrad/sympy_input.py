@@ -6,10 +6,8 @@ bottom-up, with identical subexpressions shared, so models from sympy.physics.me
 cache, pickle and differentiate like traced functions."""
 from __future__ import annotations
 
-import math
 import re
 import sys
-from fractions import Fraction
 
 import numpy as np
 import sympy as sp
@@ -19,7 +17,7 @@ from sympy.logic.boolalg import ITE
 from sympy.codegen import cfunctions as cf
 
 from . import realfns as R
-from .program import Arg, Builder, Output
+from .program import Arg, Builder, Output, no_double
 
 
 def _leaves(item):
@@ -117,29 +115,15 @@ _FUNCS = {
     cf.log10: "log10", cf.Cbrt: "cbrt", cf.hypot: "hypot", R.Abs: "abs", R.Sign: "sign",
     R.Floor: "floor", R.Ceiling: "ceil", R.Trunc: "trunc", R.Cbrt: "cbrt", R.copysign: "copysign",
 }
+_ARITHMETIC = (sp.Mul, sp.Add, sp.Pow)
 _RELATIONS = {sp.StrictLessThan: "lt", sp.LessThan: "le", sp.StrictGreaterThan: "gt",
               sp.GreaterThan: "ge", sp.Equality: "eq", sp.Unequality: "ne"}
 _NAMED = {sp.pi: "pi", sp.E: "E", sp.EulerGamma: "EulerGamma"}
 
 
-def _no_double(e):
-    """Whether sympy number ``e`` is finite but past the doubles (rounds to inf)."""
-    if e.is_Rational:
-        try:
-            float(Fraction(int(e.p), int(e.q)))
-        except OverflowError:
-            return True
-        return False
-    return bool(e.is_Float and e.is_finite and math.isinf(float(e)))
-
-
 def _number(e, b):
     if e in _NAMED:
         return b.node("const", "s", _NAMED[e])
-    if _no_double(e):
-        raise ValueError(f"from_sympy: the number {e.evalf(5)} has no double (past {sys.float_info.max:.4g}): "
-                         "the kernel would compute inf or nan where the expression is finite (2**2000*x at "
-                         "x = 0); scale the expression so that its constants are doubles")
     if e.is_Integer:
         return b.const(int(e))
     if e.is_Rational:
@@ -157,6 +141,12 @@ def _number(e, b):
 def _node(e, args, b):
     """The node of sympy expression ``e`` whose arguments have nodes ``args``."""
     f = e.func
+    if f in _ARITHMETIC or f in _FUNCS:
+        for a, n in zip(e.args, args):
+            if b.nodes[n][0] == "const" and no_double(b.nodes[n]):
+                raise ValueError(f"from_sympy: the number {a.evalf(5)} (in a {f.__name__}) has no double (past "
+                                 f"{sys.float_info.max:.4g}): the kernel would compute inf or nan where the "
+                                 "expression is finite (2**2000*x at x = 0); scale the expression")
     if f is sp.Mul:
         return _chain(b, "mul", args)
     if f is sp.Add:  # in sympy's order; a later term -x is subtracted (a + (-x) is a - x exactly)

@@ -8,6 +8,7 @@ import math
 import os
 import sys
 import threading
+from fractions import Fraction
 
 import numpy as np
 
@@ -38,25 +39,23 @@ def user_site():
     return "an unknown place"
 
 
-_BIG = 2 ** 1023  # past it an int may have no double (float() decides: _past_doubles)
+_BIG = 2 ** 1023  # past it an int may have no double (float() decides)
 
 
-def _past_doubles(n):
-    """Whether int ``n`` has no double (2**2000): arithmetic with it raises, as Python's with a
-    float; a comparison is Python's exact one (_compare_beyond)."""
+def _check_double(x):
+    """Raise, as Python does, where a number in float arithmetic has no double (2**2000)."""
     try:
-        return float(n) is None
+        float(x)
     except OverflowError:
-        return True
+        raise OverflowError(f"{type(x).__name__} too large to convert to float in arithmetic with a traced value "
+                            f"at {user_site()} (as Python raises with a float: symgrad computes in doubles)") \
+            from None
 
 
 def ref(b, x):
     """Node index of ``x`` (a Value of this trace or a number) in builder ``b``, or None."""
     if isinstance(x, Poison):
         x.fail()
-    if isinstance(x, int) and not -_BIG <= x <= _BIG and _past_doubles(x):
-        raise OverflowError(f"int too large to convert to float ({x.bit_length()} bits) in arithmetic with a "
-                            f"traced value at {user_site()}, as Python raises for a float")
     if isinstance(x, Value):
         if x.b is not b:
             raise TraceError(f"a traced value of another trace is used at {user_site()}: a value "
@@ -93,8 +92,10 @@ def apply(op, *xs):
     if b is None:
         raise TraceError(f"{op} of {', '.join(type(x).__name__ for x in xs)} at {user_site()}: expected a "
                          "traced value among the arguments")
-    refs = []
+    refs, arithmetic = [], op != "select" and op not in ops.COMPARE and op not in ops.LOGIC
     for k, x in enumerate(xs):
+        if arithmetic and isinstance(x, (int, Fraction)) and not -_BIG <= x <= _BIG:
+            _check_double(x)  # (a comparison with it is exact: program.Builder; a select keeps it)
         wants_condition = op in ops.LOGIC or (op == "select" and k == 0)
         if isinstance(x, np.ndarray) and x.ndim == 0 and x.dtype.kind in "biufO":
             x = x[()]  # a number numpy gave as a 0-d array (np.where of constants), as math takes it
@@ -149,25 +150,12 @@ def _compare(op):
     def f(self, other):
         if _is_nan(other):  # as in Python: every comparison with nan is False, but !=
             return op == "ne"
-        if isinstance(other, int) and not -_BIG <= other <= _BIG and _past_doubles(other):
-            return _compare_beyond(self, op, other)
         if _sequence(other):
             return _UFUNCS[op](self, np.asarray(other))
         if ref(self.b, other) is None:
             return NotImplemented
         return apply(op, self, other)
     return f
-
-
-def _compare_beyond(x, op, n):
-    """``x op n`` for an int ``n`` past the doubles, as Python compares a float with it: no float
-    equals it; below a positive one lies all but inf (and nan), above a negative one all but -inf."""
-    if op in ("eq", "ne"):
-        return op == "ne"
-    big = sys.float_info.max if n > 0 else -sys.float_info.max
-    if op in ("lt", "le"):
-        return apply("lt", x, math.inf if n > 0 else big)
-    return apply("gt", x, big if n > 0 else -math.inf)
 
 
 class Leaving(TraceError):

@@ -1,6 +1,7 @@
 """Traced code behaves as Python runs it: cases a hostile review found, each against what
 plain Python/numpy computes for the same code."""
 import copy
+from fractions import Fraction
 import itertools
 import math
 import operator
@@ -84,30 +85,41 @@ def test_negated_comparisons_and_self_comparisons_see_nan():
 
 
 HUGE = 2 ** 2000  # an int past every double
+T = 2 ** 1024 - 2 ** 970  # the least int that rounds to inf (T - 1: to the largest double)
+INEXACT = [HUGE, -HUGE, T - 1, -(T - 1), 2 ** 53 + 1, -(2 ** 53 + 1), Fraction(1, 3), Fraction(HUGE, 3)]
 COMPARISONS = [operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne]
+POINTS = [-math.inf, -1.7976931348623157e308, -2.0 ** 53, -1.0, 0.0, 1 / 3, 0.3333333333333333, 2.0 ** 53,
+          2.0 ** 53 + 2, 1.7976931348623157e308, math.inf, math.nan]
 
 
-def _beyond(x):
-    """Each comparison of x with +-HUGE, both ways round, as 0/1 (Python compares exactly)."""
-    return [1.0 if op(*pair) else 0.0 for op in COMPARISONS for n in (HUGE, -HUGE) for pair in ((x, n), (n, x))]
+def _compared(x):
+    """Each comparison of x with each number no double equals, both ways round, as 0/1 (Python
+    compares exactly: 2.0**53 == 2**53 + 1 is False, inf <= 2**2000 is False)."""
+    return [1.0 if op(*pair) else 0.0 for op in COMPARISONS for n in INEXACT for pair in ((x, n), (n, x))]
 
 
-def test_comparisons_with_an_int_past_every_double_are_pythons():
-    """No float equals 2**2000 and only an infinity lies beyond it: inf <= 2**2000 is False
-    (a comparison with the int rounded to inf would say True)."""
-    F = symgrad.compile(lambda x: np.array(_beyond(x)))
-    for x in (-math.inf, -1.7e308, -1.0, 0.0, 2.5, 1.7e308, math.inf, math.nan):
-        assert F(x).tolist() == _beyond(x), x
+def test_comparisons_with_numbers_no_double_equals_are_pythons():
+    F = symgrad.compile(lambda x: np.array(_compared(x)))
+    for x in POINTS:
+        assert F(x).tolist() == _compared(x), x
     assert symgrad.compile(lambda x: x * x if x < HUGE else -x).grad(3.0) == 6.0
 
 
-def test_arithmetic_with_an_int_past_every_double_raises_as_python_does():
+def test_min_max_with_an_int_past_every_double():
+    F = symgrad.compile(lambda x: min(x, HUGE) + max([x, 1.0, -HUGE]))
+    for x in (-2.0, 0.5, 3.0, 1e308):
+        assert F(x) == min(x, HUGE) + max([x, 1.0, -HUGE])
+
+
+def test_arithmetic_with_a_number_past_every_double_raises_as_python_does():
     with pytest.raises(OverflowError):
         2.0 * HUGE
-    for f in (lambda x: x * HUGE, lambda x: HUGE - x, lambda x: math.pow(x, HUGE)):
-        with pytest.raises(OverflowError, match=r"int too large to convert to float .*test_as_python_runs\.py, line"):
+    with pytest.raises(OverflowError):
+        2.0 * Fraction(HUGE, 3)
+    for f in (lambda x: x * HUGE, lambda x: HUGE - x, lambda x: math.pow(x, HUGE), lambda x: x * Fraction(HUGE, 3)):
+        with pytest.raises(OverflowError, match=r"too large to convert to float .*test_as_python_runs\.py, line"):
             symgrad.compile(f)(2.0)
-    assert symgrad.compile(lambda x: x * 2 ** 1023)(0.5) == 0.5 * 2 ** 1023  # (the largest power that fits)
+    assert symgrad.compile(lambda x: x * (T - 1))(0.5) == 0.5 * (T - 1)  # (the largest double)
 
 
 def test_constants_fold_exactly():

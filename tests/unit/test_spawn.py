@@ -91,3 +91,19 @@ def test_a_program_starts_with_sigpipe_at_its_default():
     code, out = spawn.run(["/bin/sh", "-c", "yes | head -c 1 >/dev/null; grep SigIgn /proc/self/status"])
     ignored = int(out.split()[-1], 16)
     assert code == 0 and not ignored & (1 << (signal.SIGPIPE - 1))
+
+
+def test_an_interrupt_inside_kill_still_kills(monkeypatch):
+    """A second Ctrl-C while kill reads /proc: the program is killed, not left stopped (its
+    reader would wait forever)."""
+    def interrupted(pid):
+        raise KeyboardInterrupt
+    group, done = spawn.Group(), []
+    worker = threading.Thread(target=lambda: done.append(spawn.run(["sleep", "60"], group=group)))
+    worker.start()
+    time.sleep(0.3)
+    monkeypatch.setattr(spawn, "_descendants", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        group.stop()
+    worker.join(10)
+    assert done and done[0][0] == -signal.SIGKILL

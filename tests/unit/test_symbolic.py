@@ -291,11 +291,20 @@ def test_from_sympy_of_deep_shared_nesting_costs_its_distinct_parts(cse):
 
 @pytest.mark.parametrize("number", [sp.Integer(2) ** 2000, -sp.Integer(10) ** 5000, sp.Rational(10 ** 400, 3),
                                     sp.Float("1e400")])
-def test_from_sympy_refuses_a_number_past_the_doubles(number):
+def test_from_sympy_refuses_arithmetic_with_a_number_past_the_doubles(number):
     """2**2000*x in doubles is inf*x: nan at x = 0, where the expression is 0; refused, naming it."""
     x = sp.Symbol("x")
     with pytest.raises(ValueError, match=r"from_sympy: the number .* has no double"):
         program_from_sympy([number * x + x ** 2], [x])
+
+
+def test_from_sympy_compares_with_numbers_past_the_doubles_exactly():
+    """x <= 2**2000 at inf is False (2**2000 rounded to inf would say True); Max keeps x."""
+    x, huge = sp.Symbol("x"), sp.Integer(2) ** 2000
+    prog = program_from_sympy([sp.Piecewise((1.0, x <= huge), (2.0, True)), sp.Max(x, -huge),
+                               sp.Piecewise((1.0, x < sp.Integer(2 ** 53 + 1)), (2.0, True))], [x])
+    got = np.ravel(evaluate(prog, [np.array([math.inf, 1.5, -math.inf, 2.0 ** 53])])).reshape(4, 3).T.tolist()
+    assert got == [[2.0, 1.0, 1.0, 1.0], [math.inf, 1.5, -math.inf, 2.0 ** 53], [2.0, 1.0, 1.0, 1.0]]
 
 
 def test_from_sympy_takes_numbers_up_to_the_largest_double():
