@@ -86,3 +86,21 @@ def test_tracing_never_imports_sympy(tmp_path):
         print(prog.count_ops(), "sympy" in sys.modules)
     """, tmp_path)
     assert r.lines == ["10 False"]
+
+
+def test_optimize_drops_dead_nodes_and_returns_a_compact_program_itself():
+    """A program whose every node an output needs is its own optimised form (Graph.program
+    would rebuild it node for node); one with a dead node loses it, the rest renumbered."""
+    from symgrad import options
+    from symgrad.transforms import derive, optimize
+
+    def f(x):
+        dead = math.exp(x[0]) * 3.0  # noqa: F841 (traced, never used)
+        return x[0] * x[1] + math.sin(x[1])
+    prog = trace(f, [(2,)])
+    assert any(n[0] == "exp" for n in prog.nodes)
+    kept = optimize.optimize(prog, options.DEFAULT)
+    assert not any(n[0] == "exp" for n in kept.nodes) and len(kept.nodes) < len(prog.nodes)
+    grad = derive.grad(prog, [0], with_value=True)
+    assert optimize.optimize(grad, options.DEFAULT) is grad
+    assert optimize.optimize(kept, options.DEFAULT) is kept
