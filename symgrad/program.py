@@ -149,18 +149,24 @@ def no_double(node):
 
 
 def _inexact(node):
-    """The int or Fraction of const ``node`` where no double equals it (2**53 + 1, 1/3), else None."""
-    if node[1] == "i" and -2 ** 53 <= node[2] <= 2 ** 53 or node[1] not in ("i", "q"):
+    """The number of const ``node`` where a comparison with it is not one with a double: an int
+    past the doubles (2**2000), a fraction no double equals (1/3); else None. An int such as
+    2**53 + 1 is compared rounded, as numpy does (np.int64 constants, array entries)."""
+    if node[1] == "i":
+        return node[2] if no_double(node) else None
+    if node[1] != "q":
         return None
     v = Fraction(*node[2:])
     return None if not no_double(node) and float(v) == v else v
 
 
 def _exact_comparison(b, n):
-    """Comparison node ``n`` (a double with an int or fraction no double equals) as Python
-    compares them, exactly: a comparison with the largest double below the number, or a
+    """Comparison node ``n`` (a double with a number _inexact finds) as Python compares them,
+    exactly: a comparison with the largest double below the number, or a
     constant (no double equals it: == never holds, != always). None where both are doubles."""
     op, x, c = n
+    if b.nodes[x][0] == "const" and b.nodes[c][0] == "const":  # (numbers alone: as they are)
+        return None
     v = _inexact(b.nodes[c])
     if v is None:
         v = _inexact(b.nodes[x])
@@ -249,7 +255,7 @@ class Builder:
     def node(self, *n):
         i = self.index.get(n)
         if i is None:
-            if n[0] in _FLIP:  # a comparison with 2**53 + 1, 2**2000, 1/3: Python's exact one
+            if n[0] in _FLIP:  # a comparison with 2**2000 or 1/3: Python's exact one
                 exact = _exact_comparison(self, n)
                 if exact is not None:
                     return exact

@@ -299,12 +299,13 @@ def test_from_sympy_refuses_arithmetic_with_a_number_past_the_doubles(number):
 
 
 def test_from_sympy_compares_with_numbers_past_the_doubles_exactly():
-    """x <= 2**2000 at inf is False (2**2000 rounded to inf would say True); Max keeps x."""
-    x, huge = sp.Symbol("x"), sp.Integer(2) ** 2000
+    """x <= 2**2000 at inf is False (2**2000 rounded to inf would say True); Max keeps x;
+    0.3333333333333333 < 1/3 (1/3 rounded would say False)."""
+    x, huge, third = sp.Symbol("x"), sp.Integer(2) ** 2000, 0.3333333333333333
     prog = program_from_sympy([sp.Piecewise((1.0, x <= huge), (2.0, True)), sp.Max(x, -huge),
-                               sp.Piecewise((1.0, x < sp.Integer(2 ** 53 + 1)), (2.0, True))], [x])
-    got = np.ravel(evaluate(prog, [np.array([math.inf, 1.5, -math.inf, 2.0 ** 53])])).reshape(4, 3).T.tolist()
-    assert got == [[2.0, 1.0, 1.0, 1.0], [math.inf, 1.5, -math.inf, 2.0 ** 53], [2.0, 1.0, 1.0, 1.0]]
+                               sp.Piecewise((1.0, x < sp.Rational(1, 3)), (2.0, True))], [x])
+    got = np.ravel(evaluate(prog, [np.array([math.inf, 1.5, -math.inf, third])])).reshape(4, 3).T.tolist()
+    assert got == [[2.0, 1.0, 1.0, 1.0], [math.inf, 1.5, -math.inf, third], [2.0, 2.0, 1.0, 1.0]]
 
 
 def test_from_sympy_takes_numbers_up_to_the_largest_double():
