@@ -46,6 +46,24 @@ def double(node):
         return math.inf if v > 0 else -math.inf
 
 
+def cone(nodes, refs):
+    """The indices of ``nodes`` that nodes ``refs`` depend on (None entries are 0), ascending."""
+    seen, stack = set(), [r for r in refs if r is not None]
+    pop, push, extend, see = stack.pop, stack.append, stack.extend, seen.add
+    while stack:
+        i = pop()
+        if i in seen:
+            continue
+        see(i)
+        n = nodes[i]
+        op = n[0]
+        if op == "sum":
+            push(n[1])
+        elif op not in LEAVES:
+            extend(n[1:])
+    return sorted(seen)
+
+
 class Graph:
     """Nodes of ``prog`` and any built after them (value numbered)."""
 
@@ -304,20 +322,7 @@ class Graph:
 
     def cone(self, refs):
         """The nodes ``refs`` depend on (None entries are 0), ascending."""
-        seen, stack, nodes = set(), [r for r in refs if r is not None], self.nodes
-        pop, push, extend, see = stack.pop, stack.append, stack.extend, seen.add
-        while stack:
-            i = pop()
-            if i in seen:
-                continue
-            see(i)
-            n = nodes[i]
-            op = n[0]
-            if op == "sum":
-                push(n[1])
-            elif op not in LEAVES:
-                extend(n[1:])
-        return sorted(seen)
+        return cone(self.nodes, refs)
 
     def loop_vars(self, i):
         """The loop variables node ``i`` varies with (a sum's own are bound by it)."""

@@ -7,7 +7,7 @@ multiplications and single-use nodes are printed inside their user when printing
 (render/c.py)."""
 from __future__ import annotations
 
-from ..ir.graph import LEAVES, Graph
+from ..ir.graph import Graph, cone
 
 
 def optimize(prog, options):
@@ -18,25 +18,7 @@ def only(prog, outputs):
     """``prog`` computing only ``outputs`` (some of its own): the nodes they need, as they are
     (the same operations, the same bits). ``prog`` itself where it is that already (a
     derivative as Graph.program made it: every node needed, in order)."""
-    if tuple(outputs) == prog.outputs and all(o.adds is None for o in outputs) and _all_needed(prog):
-        return prog
+    if tuple(outputs) == prog.outputs and all(o.adds is None for o in outputs) and \
+            len(cone(prog.nodes, [r for o in outputs for r in o.refs])) == len(prog.nodes):
+        return prog  # (Graph.program would keep every node, in its order: operands come first)
     return Graph(prog).program([(o.name, o.shape, list(o.refs), o.loops, o.adds, o.stores) for o in outputs])
-
-
-def _all_needed(prog):
-    """Whether every node of ``prog`` is one its outputs need (then Graph.program keeps them all,
-    in their order: operands come before their users)."""
-    nodes, needed = prog.nodes, [False] * len(prog.nodes)
-    for o in prog.outputs:
-        for r in o.refs:
-            needed[r] = True
-    for i in range(len(nodes) - 1, -1, -1):
-        if not needed[i]:
-            return False
-        n = nodes[i]
-        if n[0] == "sum":
-            needed[n[1]] = True
-        elif n[0] not in LEAVES:
-            for j in n[1:]:
-                needed[j] = True
-    return True
