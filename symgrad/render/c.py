@@ -28,12 +28,16 @@ class Ref(int):
 
 
 class Expr:
-    """One node as printed where it is used: its own text, with the inlined nodes under it."""
+    """One node as printed where it is used: its own text, with the inlined nodes under it.
+    ``free_symbols``: the named nodes it reads, in the order the text first reads them;
+    ``form`` (of a program lowered with links): its text with those names abstracted, as a
+    small int, or (int, the place in free_symbols of each name the text reads) where it
+    reads one twice: equal forms print alike (render/roll.py rolls them)."""
 
-    __slots__ = ("low", "node", "free_symbols", "define")
+    __slots__ = ("low", "node", "free_symbols", "define", "form")
 
-    def __init__(self, low, node, free, define=False):
-        self.low, self.node, self.free_symbols, self.define = low, node, free, define
+    def __init__(self, low, node, free, define=False, form=None):
+        self.low, self.node, self.free_symbols, self.define, self.form = low, node, free, define, form
 
 
 class _View:
@@ -117,49 +121,77 @@ class Lowered:
                 syms.append(Ref(-1 - len(self.refs), label))
                 self.refs[("arg", a, j)] = syms[-1]
             self.args.append(_Arg(arg, tuple(syms)))
-        # free[i]: the named nodes node i prints (its own name where it is a statement); size[i]:
-        # the nodes printed inside it (0 for a statement, a constant, an input)
+        # reads[i]: the named nodes node i prints, in printing order with repeats (its own
+        # name where it is a statement); size[i]: the nodes printed inside it (0 for a
+        # statement, a constant, an input); part[i] (with links): what node i adds to the
+        # form of an expression printing it (-1 for a name; its form's number if printed in)
         inline = self.inline = [False] * len(nodes)
         size = [0] * len(nodes)
-        free = [None] * len(nodes)
+        reads = [None] * len(nodes)
+        part = [-1] * len(nodes) if links else None
+        forms = {}  # a form (op, part of each operand) -> its number
         ref_of = self.ref_of = {}
-        body, calls, ops, refs, empty = [], 0, 0, self.refs, frozenset()
+        body, calls, ops, refs, empty = [], 0, 0, self.refs, ()
         view = _View(nodes, inline, refs, ref_of)
         limit = options.max_inlined_nodes
         for i, n in enumerate(nodes):
             op = n[0]
             if op == "const":
-                inline[i], free[i] = True, empty
+                inline[i], reads[i] = True, empty
+                if links:
+                    part[i] = forms.setdefault(n, len(forms))
                 continue
             if op == "arg":
                 ref = ref_of[i] = refs[n]
-                inline[i], free[i] = True, frozenset((ref,))
+                inline[i], reads[i] = True, (ref,)
                 continue
             ops += 1
             if op in CALLS or (op == "pow" and _integer_power(nodes, n[2]) is None):
                 calls += 1
             if len(n) == 3:
                 a, b = n[1], n[2]
-                fs, sz = free[a] | free[b], 1 + size[a] + size[b]
-            elif len(n) == 2:
-                fs, sz = free[n[1]], 1 + size[n[1]]
+                if a == b and not size[a] and reads[a]:  # x * x of a name (a statement, an input):
+                    # read once, its form says twice
+                    rs, sz = reads[a], 1
+                    if links:
+                        form = forms.setdefault((op, -1, -2), len(forms))
+                else:
+                    rs, sz = reads[a] + reads[b], 1 + size[a] + size[b]
+                    if links:
+                        form = forms.setdefault((op, part[a], part[b]), len(forms))
             else:
-                fs, sz = empty.union(*[free[j] for j in n[1:]]), 1 + sum(size[j] for j in n[1:])
+                rs, sz = sum([reads[j] for j in n[1:]], ()), 1 + sum([size[j] for j in n[1:]])
+                if links:
+                    form = forms.setdefault((op, *[part[j] for j in n[1:]]), len(forms))
             if op == "neg" or (uses[i] == 1 and sz <= limit and i not in pinned):
-                inline[i], free[i], size[i] = True, fs, sz
+                inline[i], reads[i], size[i] = True, rs, sz
+                if links:
+                    part[i] = form
                 continue
             ref = ref_of[i] = i  # (a temporary: its node's index; inputs' Refs are negative)
-            body.append((ref, Expr(view, i, fs, define=True)))
-            free[i] = frozenset((ref,))
+            if len(rs) < 2 or (len(rs) == 2 and rs[0] != rs[1]):  # (most: each name read once)
+                body.append((ref, Expr(view, i, rs, True, form if links else None)))
+            else:
+                body.append((ref, _expr(view, i, rs, True, form if links else None)))
+            reads[i] = (ref,)
         self.calls, self.ops = calls, ops
         self.body = tuple(body)
-        self.outputs = tuple(_Out(o, [Expr(view, r, free[r]) for r in o.refs]) for o in prog.outputs)
+        self.outputs = tuple(_Out(o, [_expr(view, r, reads[r], False, part[r] if links else None) for r in o.refs])
+                             for o in prog.outputs)
 
     def count_ops(self):
         return self.ops
 
     def count_calls(self):
         return self.calls
+
+
+def _expr(view, i, reads, define, form):
+    """The Expr of node ``i`` that prints ``reads`` (with repeats) in its form ``form``."""
+    free = tuple(dict.fromkeys(reads))
+    if form is not None and len(free) < len(reads):  # a name read twice: where, in the form
+        form = (form, tuple(map(free.index, reads)))
+    return Expr(view, i, free, define, form)
 
 
 def lower(prog, options, links=False) -> Lowered:

@@ -23,57 +23,6 @@ class Roll:
     where: tuple
 
 
-def _shape(low, i, top, leaves, seen):
-    """The printed form of node ``i`` with its operands abstracted: a nested tuple of ops and
-    constants, operand positions numbered by first reading (``leaves`` collects them), as
-    Printer._node walks it."""
-    return _shaper(low)(i, top, leaves, seen)
-
-
-def _shaper(low):
-    """_shape for the nodes of one Lowered program."""
-    return _Shaper(low).shape
-
-
-class _Shaper:
-    """_shaper's state: a class, as a recursive closure would be a reference cycle holding the
-    program until the cyclic collector runs (which the stages pause)."""
-
-    __slots__ = ("nodes", "inline", "refs", "ref_of")
-
-    def __init__(self, low):
-        self.nodes, self.inline, self.refs, self.ref_of = low.nodes, low.inline, low.refs, low.ref_of
-
-    def shape(self, i, top, leaves, seen):
-        nodes, inline = self.nodes, self.inline
-        n = nodes[i]
-        op = n[0]
-        if op == "const":
-            return n
-        if op == "arg" or (not top and not inline[i]):
-            ref = self.refs[n] if op == "arg" else self.ref_of[i]
-            k = seen.get(ref)
-            if k is None:
-                k = seen[ref] = len(leaves)
-                leaves.append(ref)
-            return k
-        out = [op]
-        for j in n[1:]:  # an operand printed by name or as a number taken here (most are)
-            m = nodes[j]
-            if m[0] == "const":
-                out.append(m)
-            elif m[0] == "arg" or not inline[j]:
-                ref = self.refs[m] if m[0] == "arg" else self.ref_of[j]
-                k = seen.get(ref)
-                if k is None:
-                    k = seen[ref] = len(leaves)
-                    leaves.append(ref)
-                out.append(k)
-            else:
-                out.append(self.shape(j, False, leaves, seen))
-        return tuple(out)
-
-
 class _Forest:
     """Union-find over statement indices 0..n-1, whose sets grow to ``cap`` statements at most."""
 
@@ -90,10 +39,17 @@ class _Forest:
         return root
 
     def union(self, a, b):
-        a, b = self.find(a), self.find(b)
-        size = self.size[a] + self.size[b]
-        if a != b and size <= self.cap:
-            self.up[a], self.size[b] = b, size
+        up = self.up
+        while up[a] != a:  # the roots, halving the paths to them
+            up[a] = up[up[a]]
+            a = up[a]
+        while up[b] != b:
+            up[b] = up[up[b]]
+            b = up[b]
+        if a != b:
+            size = self.size[a] + self.size[b]
+            if size <= self.cap:
+                up[a], self.size[b] = b, size
 
 
 def runs(stmts, inputs_of, options):
@@ -101,7 +57,8 @@ def runs(stmts, inputs_of, options):
     operands, so that the C compiler's work follows the program's distinct forms, not its
     length (a sum over pairs of atoms written as Python loops is traced into one copy per pair).
 
-    A statement's form is its printed expression with its operands abstracted. Statements of
+    A statement's form is its printed expression with its operands abstracted (Expr.form:
+    render/c.py numbers them as it lowers the program). Statements of
     a form that occurs at least options.roll_min times join, through the temporaries they read
     of each other, into members (the forward and reverse work of one pair of atoms, with its
     links of the running sums it adds to: _members); at least roll_min consecutive members of
@@ -117,13 +74,11 @@ def runs(stmts, inputs_of, options):
     statements that stay straight."""
     n = len(stmts)
     depth, leaf_of, src_of, results, dep = {}, [None] * n, [None] * n, [False] * n, [0] * n
-    ids, keys, count = {}, [0] * n, {}  # each form as a small number (forms are deep tuples: slow to hash again)
+    ids, keys, count = {}, [0] * n, {}  # each (form, target, inputs) as a small number
     maker = {t: k for k, (t, _) in enumerate(stmts) if not isinstance(t, tuple)}
-    shapes = _shaper(stmts[0][1].low) if stmts else None
     depth_of, input_of, made_by, temp = depth.get, inputs_of.get, maker.get, ("t",)
     for k, (t, e) in enumerate(stmts):
-        leaves = []
-        shape = shapes(e.node, e.define, leaves, {})
+        leaves = e.free_symbols
         d = 0
         for s in leaves:
             x = depth_of(s)
@@ -135,10 +90,10 @@ def runs(stmts, inputs_of, options):
             results[k] = True
         else:
             depth[t], target = d, temp
-        key = (shape, target, tuple(map(input_of, leaves)))
+        key = (e.form, target, tuple(map(input_of, leaves)))
         key = keys[k] = ids.setdefault(key, len(ids))
         count[key] = count.get(key, 0) + 1
-        leaf_of[k] = tuple(leaves)
+        leaf_of[k] = leaves
         src_of[k] = tuple([made_by(s, -1) for s in leaves])  # the statement each operand is, or -1
     common = [count[key] >= options.roll_min for key in keys]
     if not any(common):

@@ -8,7 +8,9 @@ import pytest
 from helpers import carried
 
 from symgrad import options
-from symgrad.render.roll import _cyclic, _shape
+from symgrad.render.c import Printer
+from symgrad.render import TARGETS
+from symgrad.render.roll import _cyclic
 from symgrad.render.schedule import schedule
 from symgrad.tracing import trace
 from symgrad.transforms import derive, hessian, optimize
@@ -50,6 +52,17 @@ def shared(x):
     return sum(t / total * x[k % 5] for k, t in enumerate(terms)) + total
 
 
+def repeats(x):
+    """Results alike but for which operand they read twice: u*(a - c) + u*a and
+    u*(a - c) + u*c print differently, so they never share a loop."""
+    out = []
+    for k in range(80):
+        a, b, c = x[k], x[k + 1], x[k + 2]
+        u = math.sin(a * b + c)
+        out.append(u * (a - c) + u * (a if k < 40 else c))
+    return out
+
+
 def _check(sched):
     """Every statement once; each reads only what is computed before it."""
     done, seen = set(sched.inputs), set()
@@ -80,9 +93,22 @@ def _check(sched):
             # one form: the statements print alike, operands abstracted
             first = seg[:roll.size]
             for (_, a), (_, b) in zip(first, member):
-                assert _shape(a.low, a.node, a.define, [], {}) == _shape(b.low, b.node, b.define, [], {})
+                assert _abstracted(a) == _abstracted(b)
         done |= made
     return seen
+
+
+class _FirstRead(dict):
+    """C names of the operands by first reading: v0, v1, ..."""
+
+    def __missing__(self, s):
+        self[s] = f"v{len(self)}"
+        return self[s]
+
+
+def _abstracted(e):
+    """The C text of statement ``e`` with its operands abstracted."""
+    return Printer(_FirstRead(), TARGETS["cpu", "float64"], OPTS).doprint(e)
 
 
 def _statements(sched):
@@ -96,7 +122,8 @@ def _statements(sched):
     (lambda: derive.grad(trace(shared, [(5,)]), [0], with_value=True), True),
     (lambda: derive.grad(trace(linked, [(40,)]), [0], with_value=True), True),
     (lambda: trace(carried, [(21,)]), True),
-], ids=["lj12-grad", "lj6-hessian", "running-sum", "shared-total", "linked-steps", "carried"])
+    (lambda: trace(repeats, [(82,)]), True),
+], ids=["lj12-grad", "lj6-hessian", "running-sum", "shared-total", "linked-steps", "carried", "repeated-reads"])
 def test_rolled_schedule_is_complete_and_ordered(make, rolls):
     prog = optimize.optimize(make(), OPTS)
     plain = schedule(prog, "k", OPTS)
