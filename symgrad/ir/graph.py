@@ -94,12 +94,11 @@ class Graph:
     def node(self, *n):
         i = self.index.get(n)
         if i is None:
-            operands = n[1:]
-            if None in operands:
+            if None in n:  # (an op's name is a str)
                 raise TypeError(f"an operand of {n[0]} is a structural 0 (None): a bug in symgrad's rules")
             op, consts = n[0], self.consts
             if op not in LEAVES and op != "sum":
-                for j in operands:
+                for j in n[1:]:
                     if j not in consts:
                         break
                 else:  # every operand a constant
@@ -164,16 +163,17 @@ class Graph:
 
     # -- simplifying constructors (for what transforms build) -----------------------------
     def add(self, a, b):
-        if self.is_zero(a):
+        zeros = self.zeros
+        if a is None or a in zeros:
             return b
-        if self.is_zero(b):
+        if b is None or b in zeros:
             return a
         na, nb = self.nodes[a], self.nodes[b]
         if na[0] == "select" and nb[0] == "select" and na[1] == nb[1]:  # one select of the sums:
             return self.select(na[1], self.add(na[2], nb[2]), self.add(na[3], nb[3]))  # same bits
-        if self.nodes[b][0] == "neg":
-            return self.sub(a, self.nodes[b][1])
-        return self.node("add", *sorted((a, b)))
+        if nb[0] == "neg":
+            return self.sub(a, nb[1])
+        return self.node("add", a, b) if a < b else self.node("add", b, a)
 
     def sub(self, a, b):
         if self.is_zero(b):
@@ -241,7 +241,7 @@ class Graph:
             if not isinstance(c, float) or math.isfinite(c):
                 if c < 0:  # -c * y, negated: shared with c * y
                     return self.neg(self.mul(self.const(-c), b))
-        return self.node("mul", *((a, b) if a_const else sorted((a, b))))
+        return self.node("mul", a, b) if a_const or a < b else self.node("mul", b, a)
 
     def _divisor(self, x):
         """The float node r where constant ``x`` is 1/r, a rational which is not a float

@@ -22,11 +22,14 @@ from ..program import Program
 
 def partials(g: Graph, t):
     """{operand: its local partial node} of node ``t`` (repeated operands summed; zeros left out)."""
-    memo = g.__dict__.setdefault("_partials", {})
+    memo = g.__dict__.get("_partials")
+    if memo is None:
+        memo = g.__dict__["_partials"] = {}
     hit = memo.get(t)
     if hit is None:
         n = g.nodes[t]
-        rule = OPS[n[0]].partials if n[0] in OPS else None
+        op = OPS.get(n[0])
+        rule = op.partials if op is not None else None
         hit = {}
         if n[0] == "sum":  # by what its body reads that stays put over its loops: the sum of the
             for s, p in body_partials(g, t).items():  # body's partial (reads: scatters, reverse)
@@ -35,8 +38,9 @@ def partials(g: Graph, t):
                     if q is not None:
                         hit[s] = q
         elif rule is not None:
+            zeros, consts = g.zeros, g.consts
             for s, p in zip(n[1:], rule(g, t, *n[1:])):
-                if p is None or g.is_zero(p) or g.nodes[s][0] == "const":
+                if p is None or p in zeros or s in consts:
                     continue
                 hit[s] = g.add(hit[s], p) if s in hit else p
         memo[t] = hit
