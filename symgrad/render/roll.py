@@ -104,12 +104,19 @@ def runs(stmts, inputs_of, options):
             if m >= 0:
                 readers[m].append(k)
 
+    def least(member):
+        """The fewest members of a loop that pay: roll_min of whole members, or of copies (a
+        result that is a temporary: a running sum's last link), which cost a load and a store
+        rolled or not; roll_alone_min of other statements alone."""
+        return options.roll_min if len(member) > 1 or stmts[member[0]][1].form == -1 else options.roll_alone_min
+
     def alone(ks):
-        """Statements ``ks`` as loops of one statement a member, by form and depth."""
+        """Statements ``ks`` as loops of one statement a member, by form and depth (results,
+        which no statement reads, by form alone)."""
         by = {}
         for k in ks:
-            by.setdefault((keys[k], dep[k]), []).append([k])
-        return [m for m in by.values() if len(m) >= options.roll_alone_min]
+            by.setdefault((keys[k], 0 if results[k] else dep[k]), []).append([k])
+        return [m for m in by.values() if len(m) >= least(m[0])]
 
     groups, rest = _members(n, keys, results, leaf_of, src_of, readers, common, options.roll_min)
     groups += alone(rest)
@@ -132,7 +139,7 @@ def runs(stmts, inputs_of, options):
     out = []
     for g, items in _runs_of(order):
         members = [groups[g][j] for j in items] if g is not None else None
-        if members is None or len(members) < (options.roll_min if len(members[0]) > 1 else options.roll_alone_min):
+        if members is None or len(members) < least(members[0]):
             part = [stmts[k] for k in items] if members is None else [stmts[k] for m in members for k in m]
             if out and out[-1][0] is None:
                 out[-1][1].extend(part)
