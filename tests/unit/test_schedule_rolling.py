@@ -178,3 +178,17 @@ def test_small_kernels_and_roll_min_zero_do_not_roll():
     assert schedule(prog, "k", small, roll=True).rolled == {}
     assert schedule(prog, "k", options.Options(roll_min=0, large_kernel_ops=0), roll=True).rolled == {}
     assert schedule(prog, "k", OPTS).rolled == {}
+
+
+def test_copies_of_running_sums_roll():
+    """Each gradient entry of a pair energy is a copy of a running sum's last link: the copies
+    are one loop, though fewer than roll_alone_min (a copy costs a load and a store either way,
+    and gcc about a millisecond straight)."""
+    opts = options.Options(large_kernel_ops=0)
+    assert opts.roll_alone_min > 36
+    prog = optimize.optimize(derive.grad(trace(lambda p: lj(p, 12), [(36,)]), [0], with_value=True), opts)
+    sched = schedule(prog, "k", opts, roll=True)
+    entries = [(i, t[1]) for i, seg in enumerate(sched.segments) for t, _ in seg if isinstance(t, tuple) and t[0] == 1]
+    assert sorted(k for _, k in entries) == list(range(36))
+    assert {i for i, _ in entries} <= set(sched.rolled)
+    _check(sched)
