@@ -50,6 +50,15 @@ def springs(x):
     return [(x[k + 1] - x[k]) ** 3 * (x[k] + 2.0) / (1.0 + x[k] * x[k]) for k in range(len(x) - 1)]
 
 
+def prefix_sums(x):
+    """Every link of a running sum a result: copies at 40 depths, one loop."""
+    acc, out = 0.0, []
+    for k in range(len(x)):
+        acc = acc + math.sin(x[k])
+        out.append(acc)
+    return out
+
+
 def _c(fn):
     """All the C of a Function's kernel (every translation unit)."""
     return fn.c_source
@@ -76,19 +85,20 @@ def _points(rng, n, size):
     (chained, 40, ("grad",)),
     (springs, 40, ("jacobian",)),
     (carried, 21, ("jacobian",)),
-], ids=["pairs", "tanh-pairs", "running-sum", "residuals", "carried"])
+    (prefix_sums, 40, ("value", "jacobian")),
+], ids=["pairs", "tanh-pairs", "running-sum", "residuals", "carried", "prefix-sums"])
 def test_rolled_kernels_equal_flat_ones_bit_for_bit(fn, size, verbs):
     rng = np.random.default_rng(3)
     X = _points(rng, 37, size)  # blocks and a tail
     rolled, flat = symgrad.compile(fn, [(size,)], options=ROLL), symgrad.compile(fn, [(size,)], options=FLAT)
     for verb in verbs:
-        r, f = getattr(rolled, verb), getattr(flat, verb)
+        r, f = (rolled, flat) if verb == "value" else (getattr(rolled, verb), getattr(flat, verb))
         for x in (X, X[0], X.astype(np.float32)):
             a, b = r(x), f(x)
             for u, v in zip(a if isinstance(a, tuple) else (a,), b if isinstance(b, tuple) else (b,)):
                 _same(np.asarray(u), np.asarray(v))
-    r = getattr(rolled, verbs[0])
-    assert "sg_ix +=" in _c(r) and "sg_ix +=" not in _c(getattr(flat, verbs[0]))
+    r, f = (rolled, flat) if verbs[0] == "value" else (getattr(rolled, verbs[0]), getattr(flat, verbs[0]))
+    assert "sg_ix +=" in _c(r) and "sg_ix +=" not in _c(f)
 
 
 def test_rolled_sparse_values_equal_flat_ones():

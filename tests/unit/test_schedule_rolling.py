@@ -192,3 +192,22 @@ def test_copies_of_running_sums_roll():
     assert sorted(k for _, k in entries) == list(range(36))
     assert {i for i, _ in entries} <= set(sched.rolled)
     _check(sched)
+
+
+def prefix_sums(x):
+    acc, out = 0.0, []
+    for k in range(40):
+        acc = acc + math.sin(x[k])
+        out.append(acc)
+    return out
+
+
+def test_copies_roll_whatever_their_depth():
+    """The results of a running sum's every link are copies at 40 depths: no statement reads a
+    result, so they are one loop, after the links they copy."""
+    opts = options.Options(large_kernel_ops=0)
+    sched = schedule(optimize.optimize(trace(prefix_sums, [(40,)]), opts), "k", opts, roll=True)
+    entries = [(i, t[1]) for i, seg in enumerate(sched.segments) for t, _ in seg if isinstance(t, tuple)]
+    assert sorted(k for _, k in entries) == list(range(40))
+    assert {i for i, _ in entries} <= set(sched.rolled)
+    _check(sched)
