@@ -52,9 +52,11 @@ def machine():
 
 def vector_bits():
     """Width of the widest SIMD registers that -march=native code uses here: 512 where the
-    CPU has AVX-512 (x86-64 Linux), else 256."""
-    wide = platform.machine() in ("x86_64", "AMD64") and " avx512f" in machine()
-    return 512 if wide else 256
+    CPU has AVX-512, 256 where it has AVX (x86-64 Linux), else 128."""
+    if platform.machine() not in ("x86_64", "AMD64"):
+        return 128
+    cpu = machine()
+    return 512 if " avx512f" in cpu else 256 if " avx" in cpu else 128
 
 
 def flags(openmp=True, vector_math=VECTOR_MATH):

@@ -29,6 +29,12 @@ class Options:
     # compiled in parallel, at a cheaper optimisation level past large_kernel_ops operations.
     segments_per_unit: int = 8
     large_kernel_ops: int = 2500
+    # Kernels past this many operations take SIMD vectors as wide as their 256-bit blocks
+    # where the CPU has them: GCC tuned for 128-bit vectors (znver1) runs each 4-lane loop
+    # twice and took twice the time on a long one (lj10's gradient, 1527 operations: 1.8-2.0 s
+    # against 1.0 s; its Hessian 1.3 against 0.7 s; the same speed after), while small kernels
+    # keep the tuning's choice (rosen8's gradient ran 1.06-1.14x slower in 256-bit vectors).
+    block_vector_ops: int = 1000
     # In such large kernels, at least this many repeated units of work alike (a pair of atoms'
     # forward and reverse statements, with its additions to the running sums) run as one loop
     # over a table of their operands (render/roll.py), so that the C compiler's work follows the

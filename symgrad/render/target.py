@@ -36,6 +36,7 @@ class Target:
     vector_math_flags: tuple = ()  # added where there is a vector math library (libmvec)
     no_vector_math_flags: tuple = ()
     wide_flags: tuple = ()    # a kernel in 512-bit blocks
+    block_flags: tuple = ()   # a kernel past Options.block_vector_ops in 256-bit blocks: vectors as wide
     large_flags: tuple = ()   # a kernel past Options.large_kernel_ops: cheaper to compile
     link_flags: tuple = ()    # linking object files into a library
     libs: tuple = ("-lm",)
@@ -90,7 +91,8 @@ def _cpu(real, itemsize, block, wide):
     return Target("cpu", real, itemsize, real, block=block, wide=wide, flags=_CPU_FLAGS,
                   openmp_flags=("-fopenmp",), vector_math_flags=_VECTOR_MATH_FLAGS,
                   no_vector_math_flags=("-DSYMGRAD_NO_VECTOR_MATH",),
-                  wide_flags=("-mprefer-vector-width=512",), large_flags=_LARGE_FLAGS,
+                  wide_flags=("-mprefer-vector-width=512",), block_flags=("-mprefer-vector-width=256",),
+                  large_flags=_LARGE_FLAGS,
                   link_flags=_SHARED)
 
 
