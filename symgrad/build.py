@@ -277,12 +277,17 @@ def _keep_failed_source(d, key, source):
 
 
 def _compile_with_fallbacks(source, key, tmp, extra_flags, parts, openmp=True, vector_math=VECTOR_MATH):
-    """Compile in ``tmp``; without libmvec, or without OpenMP, where the compiler lacks them."""
+    """Compile in ``tmp``; without libmvec, or without OpenMP, where the compiler lacks them;
+    without a preferred vector width where it does not know the option (GCC before 8)."""
     build_flags = flags(openmp, vector_math) + tuple(extra_flags)
     try:
         return _compile(source, key, tmp, build_flags, parts)
     except _CompilerFailed as e:
         msg = e.stderr.lower()
+        widths = [f for f in extra_flags if f in CPU.block_flags + CPU.wide_flags and f.split("=")[0] in msg]
+        if widths:  # the same code, vectorised as the compiler's tuning prefers
+            return _compile_with_fallbacks(source, key, tmp, [f for f in extra_flags if f not in widths], parts,
+                                           openmp, vector_math)
         if vector_math and ("mvec" in msg or "vect-epilogues" in msg):  # no libmvec: scalar <math.h>
             return _compile_with_fallbacks(source, key, tmp, extra_flags, parts, openmp, False)
         if openmp and "openmp" in msg:  # a compiler without OpenMP: go serial

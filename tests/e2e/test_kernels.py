@@ -2,6 +2,8 @@
 results written from a table, and the two store modes of large batches. Each is checked
 against independent values (sympy, closed forms) and the modes against each other, bitwise."""
 import math
+import os
+import shutil
 
 import numpy as np
 import pytest
@@ -337,3 +339,33 @@ def test_fixed_entry_table_is_not_miscompiled():
     for dtype in ("float32", "float64"):
         F = symgrad.from_sympy(exprs, [list(v)], dtype=dtype)
         np.testing.assert_array_equal(F(np.ones((5, 3), dtype=dtype)), np.tile(want, (5, 1)))
+
+
+def _pairs(p):
+    e = 0.0
+    for i in range(10):
+        for j in range(i + 1, 10):
+            d2 = (p[3 * i] - p[3 * j]) ** 2 + (p[3 * i + 1] - p[3 * j + 1]) ** 2 + (p[3 * i + 2] - p[3 * j + 2]) ** 2
+            e = e + math.exp(-d2) / d2
+    return e
+
+
+def test_a_compiler_without_a_preferred_vector_width_builds_long_kernels(monkeypatch, tmp_path):
+    """GCC before 8 knows no -mprefer-vector-width (block_flags of a kernel past
+    Options.block_vector_ops): the kernel is built without it, and computes the same numbers."""
+    from symgrad import pch
+    old = tmp_path / "cc"
+    old.write_text("#!/bin/sh\nfor a in \"$@\"; do case \"$a\" in -mprefer-vector-width=*)\n"
+                   "  echo \"cc: error: unrecognized command line option '$a'\" >&2; exit 1;; esac; done\n"
+                   f"exec {build.compiler()[0]} \"$@\"\n")
+    old.chmod(0o755)
+    x = np.linspace(0.0, 3.0, 30) + np.repeat([0.0, 0.5, 1.0], 10)
+    want = symgrad.compile(_pairs, [(30,)]).grad(x)
+    monkeypatch.setenv("CC", str(old))
+    monkeypatch.setattr(pch, "DIR", f"__pch_test_{os.getpid()}__")
+    try:
+        G = symgrad.compile(_pairs, [(30,)], options=symgrad.Options(max_stack_bytes=DEFAULT.max_stack_bytes + 8)).grad
+        assert set(TARGETS["cpu", "float64"].block_flags) <= set(G.kernel.cflags)  # asked for, and refused
+        np.testing.assert_array_equal(G(x), want)
+    finally:
+        shutil.rmtree(build.csrc_dir() / pch.DIR, ignore_errors=True)
