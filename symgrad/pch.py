@@ -28,7 +28,8 @@ from .runtime import csrc_dir
 HEADER = "symgrad_rt.h"
 GCH = HEADER + ".gch"
 DIR = "__pch__"
-KEEP = 8  # precompiled headers kept: the most recently used
+KEEP = 12  # precompiled headers kept, the most recently used (5 MB each): units of segments and
+# the others, under the flags of small, long (block_flags), large and 512-bit (wide) kernels
 STALE = 300.0  # s: a build marker (or a temporary file) this old is one whose process died
 RETRY = 3600.0  # s: after a failed build (a full disk), the next try
 # Wrappers that would not cache (or ship) a compile that reads a .gch: left as they are.
