@@ -73,6 +73,8 @@ def runs(stmts, inputs_of, options):
     work (_order). Returns [(Roll or None, statements), ...]: a loop's members' statements, or
     statements that stay straight."""
     n = len(stmts)
+    if stmts and stmts[0][1].form is None:  # (lowered without links: every statement would be one key)
+        raise ValueError("runs needs a program lowered with links (render.c.lower(..., links=True))")
     depth, leaf_of, src_of, results, dep = {}, [None] * n, [None] * n, [False] * n, [0] * n
     ids, keys, count = {}, [0] * n, {}  # each (form, target, inputs) as a small number
     maker = {t: k for k, (t, _) in enumerate(stmts) if not isinstance(t, tuple)}

@@ -211,3 +211,12 @@ def test_copies_roll_whatever_their_depth():
     assert sorted(k for _, k in entries) == list(range(40))
     assert {i for i, _ in entries} <= set(sched.rolled)
     _check(sched)
+
+
+def test_runs_refuses_statements_without_forms():
+    """Statements lowered without links carry no form: keyed alike, every one would join one loop."""
+    from symgrad.render.c import lower
+    from symgrad.render.roll import runs
+    low = lower(optimize.optimize(trace(prefix_sums, [(40,)]), OPTS), OPTS)
+    with pytest.raises(ValueError, match="links"):
+        runs(list(low.body), {}, OPTS)
