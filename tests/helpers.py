@@ -66,3 +66,14 @@ def carried(x):
         v = u * v
         out += [u, v]
     return out + [2.0 * v]
+
+
+def pairs10(p):
+    """A pair energy of 10 atoms whose gradient is 1527 operations: past
+    Options.block_vector_ops, below large_kernel_ops."""
+    e = 0.0
+    for i in range(10):
+        for j in range(i + 1, 10):
+            d2 = (p[3 * i] - p[3 * j]) ** 2 + (p[3 * i + 1] - p[3 * j + 1]) ** 2 + (p[3 * i + 2] - p[3 * j + 2]) ** 2
+            e = e + math.exp(-d2) / d2
+    return e

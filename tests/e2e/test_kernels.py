@@ -8,6 +8,7 @@ import shutil
 import numpy as np
 import pytest
 import sympy as sp
+from helpers import pairs10
 
 import symgrad
 from symgrad import build
@@ -341,15 +342,6 @@ def test_fixed_entry_table_is_not_miscompiled():
         np.testing.assert_array_equal(F(np.ones((5, 3), dtype=dtype)), np.tile(want, (5, 1)))
 
 
-def _pairs(p):
-    e = 0.0
-    for i in range(10):
-        for j in range(i + 1, 10):
-            d2 = (p[3 * i] - p[3 * j]) ** 2 + (p[3 * i + 1] - p[3 * j + 1]) ** 2 + (p[3 * i + 2] - p[3 * j + 2]) ** 2
-            e = e + math.exp(-d2) / d2
-    return e
-
-
 def test_a_compiler_without_a_preferred_vector_width_builds_long_kernels(monkeypatch, tmp_path):
     """GCC before 8 knows no -mprefer-vector-width (block_flags of a kernel past
     Options.block_vector_ops): the kernel is built without it, and computes the same numbers."""
@@ -360,11 +352,11 @@ def test_a_compiler_without_a_preferred_vector_width_builds_long_kernels(monkeyp
                    f"exec {build.compiler()[0]} \"$@\"\n")
     old.chmod(0o755)
     x = np.linspace(0.0, 3.0, 30) + np.repeat([0.0, 0.5, 1.0], 10)
-    want = symgrad.compile(_pairs, [(30,)]).grad(x)
+    want = symgrad.compile(pairs10, [(30,)]).grad(x)
     monkeypatch.setenv("CC", str(old))
     monkeypatch.setattr(pch, "DIR", f"__pch_test_{os.getpid()}__")
     try:
-        G = symgrad.compile(_pairs, [(30,)], options=symgrad.Options(max_stack_bytes=DEFAULT.max_stack_bytes + 8)).grad
+        G = symgrad.compile(pairs10, [(30,)], options=symgrad.Options(max_stack_bytes=DEFAULT.max_stack_bytes + 8)).grad
         assert set(TARGETS["cpu", "float64"].block_flags) <= set(G.kernel.cflags)  # asked for, and refused
         np.testing.assert_array_equal(G(x), want)
     finally:
