@@ -108,8 +108,8 @@ def runs(stmts, inputs_of, options):
 
     def least(member):
         """The fewest members of a loop that pay: roll_min of whole members, or of copies (a
-        result that is a temporary: a running sum's last link), which cost a load and a store
-        rolled or not; roll_alone_min of other statements alone."""
+        result that is a temporary or an input: a running sum's last link), which cost a load
+        and a store rolled or not; roll_alone_min of other statements alone."""
         return options.roll_min if len(member) > 1 or stmts[member[0]][1].form == -1 else options.roll_alone_min
 
     def alone(ks):
