@@ -169,10 +169,7 @@ class Lowered:
                     part[i] = form
                 continue
             ref = ref_of[i] = i  # (a temporary: its node's index; inputs' Refs are negative)
-            if len(rs) < 2 or (len(rs) == 2 and rs[0] != rs[1]):  # (most: each name read once)
-                body.append((ref, Expr(view, i, rs, True, form if links else None)))
-            else:
-                body.append((ref, _expr(view, i, rs, True, form if links else None)))
+            body.append((ref, _expr(view, i, rs, True, form if links else None)))
             reads[i] = (ref,)
         self.calls, self.ops = calls, ops
         self.body = tuple(body)
@@ -188,6 +185,8 @@ class Lowered:
 
 def _expr(view, i, reads, define, form):
     """The Expr of node ``i`` that prints ``reads`` (with repeats) in its form ``form``."""
+    if len(reads) < 2 or (len(reads) == 2 and reads[0] != reads[1]):  # (most: each name read once)
+        return Expr(view, i, reads, define, form)
     free = tuple(dict.fromkeys(reads))
     if form is not None and len(free) < len(reads):  # a name read twice: where, in the form
         form = (form, tuple(map(free.index, reads)))
