@@ -30,6 +30,24 @@ typedef int symgrad_v4fi __attribute__((vector_size(16)));
 #include <immintrin.h>
 #endif
 
+/* SYMGRAD_NOIPA: a function compiled once, generic in its arguments, neither inlined nor copied
+ * for a caller's constants (GCC's copies of a tail specialised to one point, and of its
+ * gathers and scatters unrolled and versioned for each size, were half of the compile of
+ * rosen8's tail unit). SYMGRAD_GENERIC: such a helper of this header, for work done once a
+ * batch or once a tile, where the call costs nothing. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define SYMGRAD_NOIPA __attribute__((noipa))
+#elif defined(__GNUC__)
+#define SYMGRAD_NOIPA __attribute__((noinline))
+#else
+#define SYMGRAD_NOIPA
+#endif
+#if defined(__GNUC__)
+#define SYMGRAD_GENERIC static SYMGRAD_NOIPA __attribute__((unused))
+#else
+#define SYMGRAD_GENERIC static
+#endif
+
 /* Generated kernels evaluate points in blocks of one SIMD vector of their arithmetic type
  * (4 doubles, float32 kernels computing in double included, or 8 floats; 8 or 16 for
  * kernels of scalars on CPUs with 512-bit vectors). Every point of every call,
@@ -117,8 +135,8 @@ static inline const void *symgrad_opaque(const void *p) {
 #endif
 #ifdef SYMGRAD_NT_BYTES
 #define SYMGRAD_STREAM(T)                                                                 \
-    static inline void symgrad_stream_##T(T *restrict dst, const T *restrict src, int64_t m, \
-                                          int nt) {                                       \
+    SYMGRAD_GENERIC void symgrad_stream_##T(T *restrict dst, const T *restrict src, int64_t m, \
+                                            int nt) {                                     \
         const int64_t line = 64 / sizeof(T), step = SYMGRAD_NT_BYTES / sizeof(T);        \
         int64_t k = 0;                                                                   \
         if (nt && (uintptr_t)dst % sizeof(T) == 0) {                                     \
@@ -347,7 +365,9 @@ SYMGRAD_PAD(float)
  * batch, a single point): symgrad_gather_T_L fills lanes past r with the first point, as
  * symgrad_pad_T does; symgrad_scatter_L_T writes the numbers of the n runs [runs[2i],
  * runs[2i+1]) of each of the r points (a result's computed entries; its fixed ones come
- * from its table). */
+ * from its table). Inline, they compile to code for their call's sizes (one point, a
+ * block's W); symgrad_part_gather_T_L and symgrad_part_scatter_L_T are the one generic
+ * copy of each, for tails of other sizes. */
 #define SYMGRAD_PART(T, L)                                                                  \
     static inline void symgrad_gather_##T##_##L(const T *restrict p, int64_t r, int64_t s,  \
                                                 L *restrict l, int W) {                     \
@@ -361,6 +381,15 @@ SYMGRAD_PAD(float)
             for (int i = 0; i < n; ++i)                                                     \
                 for (int64_t k = runs[2 * i]; k < runs[2 * i + 1]; ++k)                     \
                     p[j * s + k] = (T)l[k * W + j];                                         \
+    }                                                                                       \
+    SYMGRAD_GENERIC void symgrad_part_gather_##T##_##L(const T *restrict p, int64_t r, int64_t s, \
+                                                       L *restrict l, int W) {              \
+        symgrad_gather_##T##_##L(p, r, s, l, W);                                            \
+    }                                                                                       \
+    SYMGRAD_GENERIC void symgrad_part_scatter_##L##_##T(const L *restrict l, const int32_t *runs, \
+                                                        int n, int64_t s, T *restrict p, int W, \
+                                                        int64_t r) {                        \
+        symgrad_scatter_##L##_##T(l, runs, n, s, p, W, r);                                  \
     }
 SYMGRAD_PART(double, double)
 SYMGRAD_PART(float, float)

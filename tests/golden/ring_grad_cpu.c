@@ -89,14 +89,14 @@ static inline void ring8_grad_l0(const double *restrict a_x, double *restrict d_
 
 #endif  /* SYMGRAD_SHARED_ring8_grad */
 
-SYMGRAD_HIDDEN void ring8_grad_tail(int64_t sg_r, const double *a_x, double *d_x) {
+SYMGRAD_HIDDEN SYMGRAD_NOIPA void ring8_grad_tail(int64_t sg_r, const double *a_x, double *d_x) {
     double sg_t[1];
     double sg_soa_a_x[32];
     double sg_soa_d_x[32];
     static const int32_t sg_runs_d_x[] = {0, 8};
-    symgrad_gather_double_double(a_x, sg_r, 8, sg_soa_a_x, 4);
+    if (sg_r == 1) symgrad_gather_double_double(a_x, 1, 8, sg_soa_a_x, 4); else symgrad_part_gather_double_double(a_x, sg_r, 8, sg_soa_a_x, 4);
     ring8_grad_l0(sg_soa_a_x, sg_soa_d_x, sg_t);
-    symgrad_scatter_double_double(sg_soa_d_x, sg_runs_d_x, 1, 8, d_x, 4, sg_r);
+    if (sg_r == 1) symgrad_scatter_double_double(sg_soa_d_x, sg_runs_d_x, 1, 8, d_x, 4, 1); else symgrad_part_scatter_double_double(sg_soa_d_x, sg_runs_d_x, 1, 8, d_x, 4, sg_r);
 }
 
 void ring8_grad(const double *a_x, double *d_x) { ring8_grad_tail(1, a_x, d_x); }

@@ -97,17 +97,17 @@ SYMGRAD_HIDDEN void small_grad_tiles(int64_t sg_lo, int64_t sg_hi, int sg_nt, co
     }
 }
 
-SYMGRAD_HIDDEN void small_grad_tail(int64_t sg_r, const double *a_x, const double *a_v, double *d_x, double *d_v) {
+SYMGRAD_HIDDEN SYMGRAD_NOIPA void small_grad_tail(int64_t sg_r, const double *a_x, const double *a_v, double *d_x, double *d_v) {
     double sg_t[1];
     double sg_soa_a_v[8];
     double sg_soa_d_v[8];
     double sg_buf_a_x[4];
     double sg_buf_d_x[4];
     static const int32_t sg_runs_d_v[] = {0, 2};
-    symgrad_gather_double_double(a_v, sg_r, 2, sg_soa_a_v, 4);
+    if (sg_r == 1) symgrad_gather_double_double(a_v, 1, 2, sg_soa_a_v, 4); else symgrad_part_gather_double_double(a_v, sg_r, 2, sg_soa_a_v, 4);
     symgrad_pad_double(a_x, sg_r, 1, 4, sg_buf_a_x);
     small_grad_l0(sg_buf_a_x, sg_soa_a_v, sg_buf_d_x, sg_soa_d_v, sg_t);
-    symgrad_scatter_double_double(sg_soa_d_v, sg_runs_d_v, 1, 2, d_v, 4, sg_r);
+    if (sg_r == 1) symgrad_scatter_double_double(sg_soa_d_v, sg_runs_d_v, 1, 2, d_v, 4, 1); else symgrad_part_scatter_double_double(sg_soa_d_v, sg_runs_d_v, 1, 2, d_v, 4, sg_r);
     symgrad_unpad_double(sg_buf_d_x, sg_r, 1, d_x);
 }
 
