@@ -34,9 +34,11 @@ typedef int symgrad_v4fi __attribute__((vector_size(16)));
  * for a caller's constants (GCC's copies of a tail specialised to one point, and of its
  * gathers and scatters unrolled and versioned for each size, were half of the compile of
  * rosen8's tail unit). SYMGRAD_GENERIC: such a helper of this header, for work done once a
- * batch or once a tile, where the call costs nothing. */
-#if defined(__GNUC__) && !defined(__clang__)
+ * batch or once a tile, beside which one call is nothing. */
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 8
 #define SYMGRAD_NOIPA __attribute__((noipa))
+#elif defined(__GNUC__) && !defined(__clang__)
+#define SYMGRAD_NOIPA __attribute__((noinline, noclone))
 #elif defined(__GNUC__)
 #define SYMGRAD_NOIPA __attribute__((noinline))
 #else
