@@ -258,6 +258,7 @@ def _entry_points(sched, target, plain, options, optional=0):
     into = f"symgrad_transpose_{T}" + ("" if L == T else f"_{L}")
     back = f"symgrad_untranspose_{L}" + ("" if L == T else f"_{T}")
     gather, scatter = f"symgrad_gather_{T}_{L}", f"symgrad_scatter_{L}_{T}"  # part blocks (sg_r < W)
+    generic = {gather: f"symgrad_part_gather_{T}_{L}", scatter: f"symgrad_part_scatter_{L}_{T}"}
     # Numbers of array results that never change: a table, and a fill of np points.
     fixed = {r.name: f for r, f in zip(sched.results, sched.fixed) if f}
     computed = {r.name: _runs(set(range(r.size)) - set(f)) for r, f, laned in
@@ -319,9 +320,9 @@ def _entry_points(sched, target, plain, options, optional=0):
     tail += [_local(T, f"sg_buf_{c}", W * s, options)[0] for c, s in padded]
     tail += [f"    static const int32_t sg_runs_{c}[] = {{{', '.join(f'{a}, {b}' for a, b in runs)}}};"
              for c, runs in computed.items() if runs]
-    # one point (a solver's call) through copies for its sizes; other tails through the
-    # unit's one generic copy (csrc/symgrad_rt.h: SYMGRAD_PART)
-    part = lambda f, a, b: f"if (sg_r == 1) {f}({a}1{b}); else symgrad_part_{f[8:]}({a}sg_r{b});"  # noqa: E731
+    # One point (a solver's call) moves through copies for its sizes; other tails through the
+    # unit's one generic copy (csrc/symgrad_rt.h: SYMGRAD_PART).
+    part = lambda f, a, b: f"if (sg_r == 1) {f}({a}1{b}); else {generic[f]}({a}sg_r{b});"  # noqa: E731
     tail += [f"    {part(gather, f'{c}, ', f', {s}, sg_soa_{c}, {W}')}"
              for c, s, laned in zip(arg_names, sizes, lanes) if laned]
     tail += [f"    symgrad_pad_{T}({c}, sg_r, {s}, {W}, sg_buf_{c});" for c, s in padded if c in arg_names]
