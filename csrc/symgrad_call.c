@@ -116,6 +116,7 @@ typedef struct {
 typedef struct {
     PyObject_HEAD
     call_fn fn;
+    call_fn one;                   /* single points, one lane (K_one: Options.one_point), or NULL */
     int typenum, itemsize;
     int nargs, nskip, nres;
     Core *args, *res;             /* nargs, nres */
@@ -172,23 +173,30 @@ static void kernel_dealloc(Kernel *k) {
 
 static PyObject *kernel_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     /* Kernel(address of K_call, dtype char 'd'/'f', argument core shapes, result core shapes,
-     *        skipped leading results (their sizes: passed as NULL), structure, stream_bytes or -1) */
-    PyObject *addr, *arg_shapes, *res_shapes, *skipped, *structure;
+     *        skipped leading results (their sizes: passed as NULL), structure, stream_bytes or -1,
+     *        address of K_one or 0: the entry of single points, of K_call's form) */
+    PyObject *addr, *arg_shapes, *res_shapes, *skipped, *structure, *one_addr = NULL;
     int code;
     Py_ssize_t stream;
-    static char *names[] = {"call", "dtype", "args", "results", "skip", "structure", "stream_bytes", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OCOOOOn", names, &addr, &code, &arg_shapes, &res_shapes,
-                                     &skipped, &structure, &stream))
+    static char *names[] = {"call", "dtype", "args", "results", "skip", "structure", "stream_bytes", "one", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OCOOOOn|O", names, &addr, &code, &arg_shapes, &res_shapes,
+                                     &skipped, &structure, &stream, &one_addr))
         return NULL;
     call_fn fn = (call_fn)PyLong_AsVoidPtr(addr);
     if (!fn) {
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "null entry point");
         return NULL;
     }
+    call_fn one = NULL;
+    if (one_addr != NULL && one_addr != Py_None) {
+        one = (call_fn)PyLong_AsVoidPtr(one_addr);
+        if (PyErr_Occurred()) return NULL;
+    }
     if (code != 'd' && code != 'f') { PyErr_SetString(PyExc_ValueError, "dtype must be 'd' or 'f'"); return NULL; }
     Kernel *k = (Kernel *)type->tp_alloc(type, 0);
     if (!k) return NULL;
     k->fn = fn;
+    k->one = one;
     k->typenum = code == 'd' ? NPY_DOUBLE : NPY_FLOAT;
     k->itemsize = code == 'd' ? 8 : 4;
     if (!(k->args = read_cores(arg_shapes, &k->nargs)) || !(k->res = read_cores(res_shapes, &k->nres))) {
@@ -221,11 +229,12 @@ static PyObject *kernel_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
 
 /* One call of the kernel: with the GIL released unless it is shorter than releasing it. */
 static void call(Kernel *k, int64_t n, int mode, void *const *p) {
+    call_fn fn = n == 1 && k->one ? k->one : k->fn;  /* the same numbers either way */
     if (n < k->gil_points) {
-        k->fn(n, mode, p);
+        fn(n, mode, p);
     } else {
         Py_BEGIN_ALLOW_THREADS
-        k->fn(n, mode, p);
+        fn(n, mode, p);
         Py_END_ALLOW_THREADS
     }
 }

@@ -400,7 +400,44 @@ SYMGRAD_PART(float, double)
 /* Vector math: glibc's libmvec evaluates these <math.h> functions on whole SIMD vectors
  * (within 4 ulp of the scalar functions, special values preserved). Declaring them
  * `simd` lets the compiler call the vector versions inside the block loop, as it does
- * under -ffast-math, while every other operation keeps IEEE semantics. */
+ * under -ffast-math, while every other operation keeps IEEE semantics. The lists, of one
+ * and of two arguments (glibc 2.35 added the second pair), are render/c.py's VECTOR_MATH. */
+#define SYMGRAD_VMATH1(X) X(sin) X(cos) X(exp) X(log)
+#define SYMGRAD_VMATH2(X) X(pow)
+#define SYMGRAD_VMATH1_235(X) X(tan) X(asin) X(acos) X(atan) X(sinh) X(cosh) X(tanh) X(asinh) \
+    X(acosh) X(atanh) X(exp2) X(expm1) X(log2) X(log10) X(log1p) X(cbrt) X(erf) X(erfc)
+#define SYMGRAD_VMATH2_235(X) X(atan2) X(hypot)
+
+/* One point in one lane (Options.one_point): each call of a vector maths function goes
+ * through symgrad_one_FN_W, which calls the variant a block of W lanes calls, on W copies of
+ * its argument, so that the lane computes what the block's lane 0 does (library.py checks
+ * in the built library that every such function has one variant). Where a function has no
+ * vector variant, a plain call. */
+#define SYMGRAD_ONE1_AT(fn, T, W)                                                             \
+    static inline T symgrad_one_##fn##_##W(T x) {                                           \
+        T v[W], r[W];                                                                       \
+        for (int j = 0; j < W; ++j) v[j] = x;                                               \
+        SYMGRAD_LANES(W)                                                                    \
+        for (int j = 0; j < W; ++j) r[j] = fn(v[j]);                                        \
+        return r[0];                                                                        \
+    }
+#define SYMGRAD_ONE2_AT(fn, T, W)                                                             \
+    static inline T symgrad_one_##fn##_##W(T x, T y) {                                      \
+        T v[W], w[W], r[W];                                                                 \
+        for (int j = 0; j < W; ++j) v[j] = x, w[j] = y;                                     \
+        SYMGRAD_LANES(W)                                                                    \
+        for (int j = 0; j < W; ++j) r[j] = fn(v[j], w[j]);                                  \
+        return r[0];                                                                        \
+    }
+#define SYMGRAD_PLAIN1_AT(fn, T, W) static inline T symgrad_one_##fn##_##W(T x) { return fn(x); }
+#define SYMGRAD_PLAIN2_AT(fn, T, W) static inline T symgrad_one_##fn##_##W(T x, T y) { return fn(x, y); }
+/* a function's helpers at each block width: double in 4 and 8 lanes, float in 8 and 16 */
+#define SYMGRAD_WIDTHS(AT, fn) AT(fn, double, 4) AT(fn, double, 8) AT(fn##f, float, 8) AT(fn##f, float, 16)
+#define SYMGRAD_ONE1(fn) SYMGRAD_WIDTHS(SYMGRAD_ONE1_AT, fn)
+#define SYMGRAD_ONE2(fn) SYMGRAD_WIDTHS(SYMGRAD_ONE2_AT, fn)
+#define SYMGRAD_PLAIN1(fn) SYMGRAD_WIDTHS(SYMGRAD_PLAIN1_AT, fn)
+#define SYMGRAD_PLAIN2(fn) SYMGRAD_WIDTHS(SYMGRAD_PLAIN2_AT, fn)
+
 #if defined(__x86_64__) && defined(__GLIBC__) && defined(_OPENMP) && !defined(SYMGRAD_NO_VECTOR_MATH)
 #define SYMGRAD_VDECL(fn) \
     __attribute__((simd("notinbranch"))) double fn(double); \
@@ -408,17 +445,26 @@ SYMGRAD_PART(float, double)
 #define SYMGRAD_VDECL2(fn) \
     __attribute__((simd("notinbranch"))) double fn(double, double); \
     __attribute__((simd("notinbranch"))) float fn##f(float, float);
-SYMGRAD_VDECL(sin) SYMGRAD_VDECL(cos) SYMGRAD_VDECL(exp) SYMGRAD_VDECL(log) SYMGRAD_VDECL2(pow)
+SYMGRAD_VMATH1(SYMGRAD_VDECL) SYMGRAD_VMATH2(SYMGRAD_VDECL2)
+SYMGRAD_VMATH1(SYMGRAD_ONE1) SYMGRAD_VMATH2(SYMGRAD_ONE2)
 #if __GLIBC_PREREQ(2, 35)
-SYMGRAD_VDECL(tan) SYMGRAD_VDECL(asin) SYMGRAD_VDECL(acos) SYMGRAD_VDECL(atan)
-SYMGRAD_VDECL(sinh) SYMGRAD_VDECL(cosh) SYMGRAD_VDECL(tanh)
-SYMGRAD_VDECL(asinh) SYMGRAD_VDECL(acosh) SYMGRAD_VDECL(atanh)
-SYMGRAD_VDECL(exp2) SYMGRAD_VDECL(expm1) SYMGRAD_VDECL(log2) SYMGRAD_VDECL(log10)
-SYMGRAD_VDECL(log1p) SYMGRAD_VDECL(cbrt) SYMGRAD_VDECL(erf) SYMGRAD_VDECL(erfc)
-SYMGRAD_VDECL2(atan2) SYMGRAD_VDECL2(hypot)
+SYMGRAD_VMATH1_235(SYMGRAD_VDECL) SYMGRAD_VMATH2_235(SYMGRAD_VDECL2)
+SYMGRAD_VMATH1_235(SYMGRAD_ONE1) SYMGRAD_VMATH2_235(SYMGRAD_ONE2)
+#else
+SYMGRAD_VMATH1_235(SYMGRAD_PLAIN1) SYMGRAD_VMATH2_235(SYMGRAD_PLAIN2)
 #endif
+#else
+SYMGRAD_VMATH1(SYMGRAD_PLAIN1) SYMGRAD_VMATH2(SYMGRAD_PLAIN2)
+SYMGRAD_VMATH1_235(SYMGRAD_PLAIN1) SYMGRAD_VMATH2_235(SYMGRAD_PLAIN2)
 #endif
 
 #include "symgrad_math.h"
+
+/* symgrad_math.h's functions inlined into the lane loop that call vector maths there */
+#if defined(__x86_64__) && defined(__GLIBC__) && defined(_OPENMP) && !defined(SYMGRAD_NO_VECTOR_MATH)
+SYMGRAD_ONE1(symgrad_sech2)
+#else
+SYMGRAD_PLAIN1(symgrad_sech2)
+#endif
 
 #endif

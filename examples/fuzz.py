@@ -1,8 +1,9 @@
 """Differential fuzzing: random functions as users write them, symgrad against mpmath.
 
-    python examples/fuzz.py [N] [--seed S] [--start K] [--jobs J]
+    python examples/fuzz.py [N] [--seed S] [--start K] [--jobs J] [--one-point]
         # N random functions (default 10000); K: begin at batch K of that sequence;
-        # J: processes running every J-th batch side by side (default 1)
+        # J: processes running every J-th batch side by side (default 1); --one-point:
+        # compiled with Options(one_point=True), every kind's single points against its batch
 
 A hypothesis strategy draws expression trees (arithmetic, integer/negative/fractional/
 variable powers, every supported math/numpy/builtin spelling, abs/min/max/where, steps,
@@ -523,7 +524,8 @@ def run_batch(style, strategy, trees_, seed, where, dtypes=("float64", "float32"
     mod = load(text, where)
     report = Report(functions=len(trees_), invalid=dropped)
     pts = rng.uniform(-2.0, 2.0, (points, 3))
-    opts = symgrad.Options(max_inlined_nodes=0 if strategy == "statements" else symgrad.options.DEFAULT.max_inlined_nodes)
+    opts = symgrad.Options(max_inlined_nodes=0 if strategy == "statements" else symgrad.options.DEFAULT.max_inlined_nodes,
+                           one_point=ONE_POINT)
     valid_any = [False] * len(trees_)
     for dtype in dtypes:
         dt = np.dtype(dtype)
@@ -572,6 +574,12 @@ def _evaluate(fn, style, P, dt, opts):
     with ThreadPoolExecutor(4) as pool:  # the C compiles run side by side
         list(pool.map(lambda G: G.plan, kernels.values()))
     out = {k: G(*args) for k, G in kernels.items()}
+    if opts.one_point:  # every kind: single points (the one-lane copy) give the batch's bits
+        for kind, G in kernels.items():
+            for p in range(len(P)):
+                single = G(*[float(a[p]) for a in args]) if style == "scalars" else G(P[p])
+                if not _same(single, _at(out[kind], p)):
+                    raise AssertionError(f"{kind}: single point differs from batch at point {p}")
     if style == "scalars":
         for p in range(len(P)):  # the scalar entry point gives the batch's bits
             one = F(*[float(a[p]) for a in args])
@@ -582,6 +590,18 @@ def _evaluate(fn, style, P, dt, opts):
             if not np.array_equal(F(P[p]), out["value"][p], equal_nan=True):
                 raise AssertionError(f"single point differs from batch at point {p}")
     return out
+
+
+def _at(r, p):
+    """Point p of a batch's results (nested tuples of arrays)."""
+    return tuple(_at(x, p) for x in r) if isinstance(r, tuple) else np.asarray(r)[p]
+
+
+def _same(a, b):
+    """Equal bit for bit (NaN = NaN), through nested tuples."""
+    if isinstance(b, tuple):
+        return isinstance(a, tuple) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return np.array_equal(np.asarray(a), b, equal_nan=True)
 
 
 def _entry(results, kind, k, p, idx, style):
@@ -668,6 +688,9 @@ def fuzz(n, seed, batch=50, where=None, verbose=False, start=1, dump=None, strid
     return total
 
 
+ONE_POINT = "--one-point" in sys.argv  # Options(one_point=True), single points of every kind checked
+
+
 def _option(name, default):
     return int(sys.argv[sys.argv.index(name) + 1]) if name in sys.argv else default
 
@@ -704,6 +727,7 @@ def _parallel(n, seed, start, jobs):
     import subprocess
     import threading
     cmd = [sys.executable, __file__, str(n), "--seed", str(seed), "--start", str(start), "--stride", str(jobs), "--json"]
+    cmd += ["--one-point"] if ONE_POINT else []
     procs = [subprocess.Popen(cmd + ["--offset", str(r)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
              for r in range(jobs)]
     total, dumps, lock = Report(), [], threading.Lock()

@@ -4,7 +4,8 @@
     python examples/small_calls.py --states 8 --sizes 1 100
 
 Rows: the forcing vector of an n-link pendulum (sympy.physics.mechanics, examples/pendulum.py)
-and its Jacobian by the 2n states, one state a call; then the batch cases of
+and its Jacobian by the 2n states, one state a call (symgrad compiled by default and with
+Options(one_point=True)); then the batch cases of
 examples/bench_cases.py at each batch size, symgrad with ``out=`` and without, beside numba's
 ``njit`` of the same sympy expressions (with CSE) writing into a preallocated array (the faster
 of serial and ``parallel=True`` at each size). Per-call times are medians of interleaved rounds; ratios are symgrad / numba."""
@@ -119,7 +120,10 @@ def batch_rows(cases, sizes, numba):
 
 
 def pendulum_rows(states, numba):
-    """One state a call: the forcing vector and its Jacobian, for each number of states."""
+    """One state a call: the forcing vector and its Jacobian, for each number of states;
+    symgrad as it compiles by default, returning a new array and writing into ``out=`` (as
+    numba's function writes into a preallocated one), and with Options(one_point=True) (a
+    one-lane copy for single points) into ``out=``: (label, {column: seconds a call})."""
     import symgrad
     from pendulum import build
     rows = []
@@ -127,13 +131,16 @@ def pendulum_rows(states, numba):
         n = s // 2
         km, q, params = build(n)
         F = symgrad.from_sympy(km.forcing_full, [q, params])
-        J = symgrad.jacobian(F, argnums=0)
+        F1 = symgrad.from_sympy(km.forcing_full, [q, params], options=symgrad.Options(one_point=True))
         rng = np.random.default_rng(1)
         x = rng.uniform(-1, 1, 2 * n)
         p = np.concatenate([rng.uniform(0.5, 1.5, 2 * n), [9.81]])
-        for label, fn, exprs in (("forcing", F, list(km.forcing_full)),
-                                 ("Jacobian", J, list(km.forcing_full.jacobian(q)))):
-            fns = {"symgrad": lambda: fn(x, p)}
+        for label, fn, fn1, exprs in (("forcing", F, F1, list(km.forcing_full)),
+                                      ("Jacobian", symgrad.jacobian(F, argnums=0), symgrad.jacobian(F1, argnums=0),
+                                       list(km.forcing_full.jacobian(q)))):
+            res0, res1 = fn(x, p), fn1(x, p)
+            assert np.array_equal(res0, res1)
+            fns = {"new": lambda: fn(x, p), "out=": lambda: fn(x, p, out=res0), "one_point out=": lambda: fn1(x, p, out=res1)}
             if numba:
                 rename = plain(list(q) + list(params))
                 syms = [rename[v] for v in list(q) + list(params)]
@@ -143,8 +150,7 @@ def pendulum_rows(states, numba):
                 kern(xp, res)
                 np.testing.assert_allclose(res, np.asarray(fn(x, p)).ravel(), rtol=1e-9, atol=1e-12)
                 fns["numba"] = lambda: kern(xp, res)
-            t = per_call(fns)
-            rows.append((f"{label} {2 * n} states", t["symgrad"], t.get("numba")))
+            rows.append((f"{label} {2 * n} states", per_call(fns)))
     return rows
 
 
@@ -163,9 +169,12 @@ def main(argv=None):
     us = lambda t: f"{t * 1e6:10.2f}" if t is not None else f"{'-':>10}"  # noqa: E731
     ratio = lambda a, b: f"{a / b:8.2f}" if b else f"{'-':>8}"  # noqa: E731
     if a.states:
-        print(f"\n== one state a call (us) ==\n{'call':<24}{'symgrad':>10}{'numba':>10}{'ratio':>8}")
-        for label, mine, theirs in pendulum_rows(a.states, have_numba):
-            print(f"{label:<24}{us(mine)}{us(theirs)}{ratio(mine, theirs)}", flush=True)
+        print("\n== one state a call (us); 1pt: symgrad.Options(one_point=True), out= ==\n"
+              f"{'call':<24}{'new':>10}{'out=':>10}{'1pt':>10}{'numba':>10}{'out=/nb':>8}{'1pt/nb':>8}")
+        for label, t in pendulum_rows(a.states, have_numba):
+            nb = t.get("numba")
+            print(f"{label:<24}{us(t['new'])}{us(t['out='])}{us(t['one_point out='])}{us(nb)}"
+                  f"{ratio(t['out='], nb)}{ratio(t['one_point out='], nb)}", flush=True)
     print(f"\n== batches (us a call) ==\n{'case':<14}{'points':>8}{'out=':>10}{'new':>10}{'numba':>10}"
           f"{'out=/nb':>8}{'new/nb':>8}")
     for case, n, o, new, nb in batch_rows(a.cases, a.sizes, have_numba):

@@ -96,8 +96,10 @@ class Plan:
         self.shapes = [tuple(s) for s in shapes]
         self.sizes = [prod(s) for s in self.shapes]
         self.total = sum(self.sizes)
+        one = lib.one_lane(target.entry(name, "one")) if options.one_point else 0
+        self.one_point = bool(one)  # single points run the one-lane copy (Options.one_point)
         self.kernel = lib.kernel(target.entry(name, "call"), dtype, [core for _, core in args], self.shapes, skip,
-                                 structure, stream_bytes if self.stores is not None else None)
+                                 structure, stream_bytes if self.stores is not None else None, one)
         seconds = self._seconds_per_point()
         self.kernel.par_points = self.par_points = max(1, math.ceil(options.parallel_seconds / seconds))
         self.kernel.gil_points = math.ceil(options.hold_gil_seconds / seconds)

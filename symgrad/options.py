@@ -80,12 +80,21 @@ class Options:
     # two-operand nodes cannot (an 11-link pendulum's forcing: 2508 -> 1500 operations, for
     # 0.13 s; cse's time grows to seconds on 10^4 subexpressions).
     sympy_cse_nodes: int = 2500
+    # Also compile each CPU kernel once more for single points, in one lane (render/cpu.py:
+    # _one_point), for functions a solver calls one point at a time: where 256-bit operations
+    # cost two 128-bit ones (znver1) a single point then takes about two thirds of the time
+    # (the 22-state pendulum's forcing: kernel 1.15 -> 0.7 us), for about 1.6x the C compiler's
+    # work. The same results, bit for bit, as the blocks: where the built library does not show
+    # one vector maths variant per function (library.py), single points keep the blocks.
+    one_point: bool = False
 
     def __post_init__(self):
         if self.float32_math not in ("double", "float"):
             raise ValueError(f"Options.float32_math must be 'double' or 'float', got {self.float32_math!r}")
         for f in dataclasses.fields(self):  # every number a non-negative int or real, as annotated
             v, least = getattr(self, f.name), _AT_LEAST.get(f.name, 0)
+            if f.type == "bool" and not isinstance(v, bool):
+                raise ValueError(f"Options.{f.name} must be True or False, got {v!r}")
             if f.type == "int" and (not isinstance(v, int) or isinstance(v, bool) or v < least):
                 raise ValueError(f"Options.{f.name} must be an int of at least {least}, got {v!r}")
             if f.type == "float" and (not isinstance(v, (int, float)) or isinstance(v, bool) or not v >= 0):

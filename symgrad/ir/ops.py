@@ -208,7 +208,7 @@ def _hypot_c(a, T):
         return f"fabs{T.suffix}({a[0]})"
     acc = a[0]  # hypot(hypot(a, b), c): no overflow or underflow of the squares
     for x in a[1:]:
-        acc = f"hypot{T.suffix}({acc}, {x})"
+        acc = T.call("hypot", [acc, x])
     return acc
 
 

@@ -199,13 +199,30 @@ def lower(prog, options, links=False) -> Lowered:
     return Lowered(prog, options, links)
 
 
-class Printer:
-    """Spells expressions of a Lowered program in C for one Target, through the op table."""
+# C functions that a block's lane loop calls in vector variants (libmvec's, or inlined calls of
+# them), each with helpers symgrad_one_FN_W calling that variant for one lane (csrc/symgrad_rt.h:
+# SYMGRAD_VMATH* and the helpers after symgrad_math.h, the same lists)
+VECTOR_MATH = frozenset(("sin", "cos", "exp", "log", "pow", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
+                         "asinh", "acosh", "atanh", "exp2", "expm1", "log2", "log10", "log1p", "cbrt", "erf",
+                         "erfc", "atan2", "hypot", "symgrad_sech2"))
 
-    def __init__(self, names, target, options):
+
+class Printer:
+    """Spells expressions of a Lowered program in C for one Target, through the op table.
+    ``one_lane``: for the one-point copy of a CPU kernel (Options.one_point), whose maths
+    calls take the variant of the target's blocks (VECTOR_MATH)."""
+
+    def __init__(self, names, target, options, one_lane=False):
         self.names, self.target, self.options = names, target, options
         self.math = target.math
         self.suffix = "f" if target.math == "float" else ""
+        self.one_lane = one_lane
+
+    def call(self, fn, args):
+        """A call of C maths function ``fn`` (double's name) on argument texts ``args``."""
+        if self.one_lane and fn in VECTOR_MATH:
+            return f"symgrad_one_{fn}{self.suffix}_{self.target.block}({', '.join(args)})"
+        return f"{fn}{self.suffix}({', '.join(args)})"
 
     def literal(self, v):
         """A number as a C literal of the arithmetic type (exactly rounded once)."""
@@ -252,8 +269,7 @@ class Printer:
         a = [self._operand(low, j) for j in n[1:]]
         c = OPS[op].c
         if isinstance(c, str):
-            fn = c if c in ("isnan", "isinf", "isfinite") else c + self.suffix
-            return f"{fn}({', '.join(a)})"
+            return f"{c}({', '.join(a)})" if c in ("isnan", "isinf", "isfinite") else self.call(c, a)
         if isinstance(c, tuple):
             kind, s = c
             return f"({a[0]} {s} {a[1]})" if kind == "infix" else f"({s}{a[0]})"
@@ -271,7 +287,7 @@ class Printer:
         if isinstance(v, Fraction) and v.denominator == 2 and abs(v.numerator) <= self.options.max_mul_pow:
             s = self._ipow(f"sqrt{self.suffix}({base})", abs(v.numerator))
             return s if v > 0 else f"({self.one()}/{s})"
-        return f"pow{self.suffix}({base}, {self._operand(low, x)})"
+        return self.call("pow", [base, self._operand(low, x)])
 
     def _ipow(self, base, n):
         return ipow(base, n)

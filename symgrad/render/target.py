@@ -45,7 +45,8 @@ class Target:
     def entry(self, kernel, what="point"):
         """The name of one entry point of a kernel: point (one point), batch (n points),
         call (the batch with its pointers in one array: how symgrad calls a cpu kernel),
-        streams (cpu), data (the data arrays of a kernel with loops, cpu), kernel (a CUDA
+        streams (cpu), data (the data arrays of a kernel with loops, cpu), one (cpu, where
+        Options.one_point: call's form, one point at a time in one lane), kernel (a CUDA
         __global__)."""
         return kernel if what == "point" else f"{kernel}_{what}"
 
@@ -134,7 +135,7 @@ class Kernel:
     name: str
     source: str       # definitions (includes symgrad_rt.h)
     ops: int
-    parts: tuple = ()   # further translation units (a large kernel's segments), compiled in parallel
+    parts: tuple = ()   # further translation units (a large kernel's segments, the one-point copy), compiled in parallel
     cflags: tuple = ()  # compiler flags this kernel needs beyond the target's
     tails: tuple = ()   # units that compile apart where there are several cores, else appended to source
 

@@ -19,3 +19,13 @@ def test_300_random_functions_agree_with_mpmath(tmp_path, share):
     assert report.functions >= 90  # of 100: a few fail in plain Python (math.asin(3.0)) and are not generated
     assert report.compared["value"] > 4 * report.functions  # most functions have several points
     assert report.compared["hessian"] > 9 * report.compared["value"] - 1
+
+
+def test_random_functions_single_points_of_every_kind_in_one_lane(tmp_path, monkeypatch):
+    """Options.one_point: 50 random functions, each kind's single points (the one-lane copy)
+    bit for bit its batch, and held to the same bounds."""
+    monkeypatch.setattr(fuzz, "ONE_POINT", True)
+    report = fuzz.fuzz(50, seed=3, where=str(tmp_path))
+    assert not report.crashes, report.crashes[0]
+    assert not report.mismatches, {k: v for k, v in report.mismatches[0].items()}
+    assert report.functions >= 40 and report.compared["d3"] > 0

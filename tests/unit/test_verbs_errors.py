@@ -76,6 +76,14 @@ def test_options_name_the_field_and_what_it_takes(field, value, expected):
     assert getattr(symgrad.Options(**{field: 7}), field) == 7
 
 
+def test_options_switches_take_true_or_false():
+    for value in (1, "yes", None):
+        with pytest.raises(ValueError, match=f"Options.one_point must be True or False, got {value!r}"):
+            symgrad.Options(one_point=value)
+    assert symgrad.Options(one_point=True).one_point is True
+    assert symgrad.Options().key() != symgrad.Options(one_point=True).key()
+
+
 @pytest.mark.parametrize("large_kernel_ops", [0, 2500])
 def test_grad_of_a_vector_function_names_grad_large_or_not(large_kernel_ops):
     """A large program's gradient runs its value_and_grad kernel: the refusal still names
