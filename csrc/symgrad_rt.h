@@ -401,7 +401,7 @@ SYMGRAD_PART(float, double)
  * (within 4 ulp of the scalar functions, special values preserved). Declaring them
  * `simd` lets the compiler call the vector versions inside the block loop, as it does
  * under -ffast-math, while every other operation keeps IEEE semantics. The lists, of one
- * and of two arguments (glibc 2.35 added the second pair), are render/c.py's VECTOR_MATH. */
+ * and of two arguments (glibc 2.35 added the second pair), are render/target.py VECTOR_FUNCTIONS. */
 #define SYMGRAD_VMATH1(X) X(sin) X(cos) X(exp) X(log)
 #define SYMGRAD_VMATH2(X) X(pow)
 #define SYMGRAD_VMATH1_235(X) X(tan) X(asin) X(acos) X(atan) X(sinh) X(cosh) X(tanh) X(asinh) \

@@ -130,13 +130,13 @@ _VARIANT = re.compile(r"_ZGV[a-z][NM][0-9]+[a-z]+_(\w+)$")  # a vector variant (
 
 def one_variant_each(names):
     """Whether, among symbol ``names``, each C maths function with vector variants
-    (render.c.VECTOR_MATH, double's and float's) is named once: as itself or as one variant."""
-    from .render.c import VECTOR_MATH
+    (render.target.VECTOR_FUNCTIONS, double's and float's) is named once: as itself or as one variant."""
+    from .render.target import VECTOR_FUNCTIONS
     seen = {}
     for name in names:
         m = _VARIANT.match(name)
         fn = m.group(1) if m else name
-        if fn in VECTOR_MATH or (fn.endswith("f") and fn[:-1] in VECTOR_MATH):
+        if fn in VECTOR_FUNCTIONS or (fn.endswith("f") and fn[:-1] in VECTOR_FUNCTIONS):
             seen.setdefault(fn, set()).add(name)
     return all(len(v) == 1 for v in seen.values())
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..ir.graph import number
 from ..ir.ops import CALLS, OPS
+from .target import VECTOR_FUNCTIONS
 
 
 class Ref(int):
@@ -199,18 +200,10 @@ def lower(prog, options, links=False) -> Lowered:
     return Lowered(prog, options, links)
 
 
-# C functions that a block's lane loop calls in vector variants (libmvec's, or inlined calls of
-# them), each with helpers symgrad_one_FN_W calling that variant for one lane (csrc/symgrad_rt.h:
-# SYMGRAD_VMATH* and the helpers after symgrad_math.h, the same lists)
-VECTOR_MATH = frozenset(("sin", "cos", "exp", "log", "pow", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
-                         "asinh", "acosh", "atanh", "exp2", "expm1", "log2", "log10", "log1p", "cbrt", "erf",
-                         "erfc", "atan2", "hypot", "symgrad_sech2"))
-
-
 class Printer:
     """Spells expressions of a Lowered program in C for one Target, through the op table.
     ``one_lane``: for the one-point copy of a CPU kernel (Options.one_point), whose maths
-    calls take the variant of the target's blocks (VECTOR_MATH)."""
+    calls take the variant of the target's blocks (VECTOR_FUNCTIONS)."""
 
     def __init__(self, names, target, options, one_lane=False):
         self.names, self.target, self.options = names, target, options
@@ -220,7 +213,7 @@ class Printer:
 
     def call(self, fn, args):
         """A call of C maths function ``fn`` (double's name) on argument texts ``args``."""
-        if self.one_lane and fn in VECTOR_MATH:
+        if self.one_lane and fn in VECTOR_FUNCTIONS:
             return f"symgrad_one_{fn}{self.suffix}_{self.target.block}({', '.join(args)})"
         return f"{fn}{self.suffix}({', '.join(args)})"
 

@@ -83,3 +83,40 @@ def test_one_lane_path_and_python_path_agree_for_views_and_out(built):
         np.testing.assert_array_equal(G(wide[k, ::3]), want[k])  # strided: the Python path, one point
         G(X[k], out=out)
         np.testing.assert_array_equal(out, want[k])
+
+
+def powers(x):
+    """Calls GCC would rewrite as builtins (pow(x, 0.5) as a square root in a vectorised loop,
+    pow(x, 2.0) as x*x, hypot(x, 0.0) as fabs): symgrad's flags keep each call as written, in
+    the blocks and in the one-lane copy alike."""
+    return [x ** 0.5, math.pow(x, 0.5), x ** 1.5, (x * x + 1.0) ** 2.5, x ** 2, x ** -1, math.hypot(x, 0.0),
+            math.exp(x) ** 0.5]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_powers_and_folds_one_lane_bit_for_bit_the_blocks(dtype):
+    F = symgrad.compile(powers, dtype=dtype,
+                        options=symgrad.Options(one_point=True, max_mul_pow=0, float32_math="float"))
+    J, H = F.jacobian, F.jacobian.jacobian
+    F.build(kinds=("value", "jacobian"))
+    x = np.concatenate([np.random.default_rng(5).uniform(0.0, 4.0, 400),
+                        [-0.0, 0.0, np.inf, -np.inf, np.nan, 1e-310, 3e38]]).astype(dtype)
+    for G in (F, J, H):
+        assert G.plan.one_point
+        with np.errstate(all="ignore"):
+            whole = G(x)
+            for k in range(len(x)):
+                np.testing.assert_array_equal(G(x[k]), whole[k])
+
+
+def test_half_power_at_signed_zero_and_infinity_is_pythons():
+    """x ** 0.5 is pow: (-0.0) ** 0.5 is +0.0 and (-inf) ** 0.5 is +inf, as in Python, at
+    every batch size (GCC's vectoriser had made it a square root: -0.0 and NaN in batches)."""
+    F = symgrad.compile(lambda x: x ** 0.5)
+    x = np.array([-0.0, -np.inf, -0.0, -np.inf, -0.0, -np.inf, -0.0, -np.inf, 4.0])
+    with np.errstate(all="ignore"):
+        got = F(x)
+    want = [(-0.0) ** 0.5, float("-inf") ** 0.5] * 4 + [2.0]
+    assert [math.copysign(1, v) for v in got[::2]] == [1.0] * 5
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal([F(float(v)) for v in x], want)
