@@ -1,8 +1,9 @@
 """The compiler flags of an in-process kernel (render/cpu.py; spelled in render/target.py),
 without a C compiler."""
 import math
+import os
 
-from helpers import pairs10
+from helpers import ROOT, pairs10
 
 from symgrad import options
 from symgrad.render import TARGETS, render
@@ -35,3 +36,17 @@ def test_large_and_wide_kernels():
     scalars = trace(lambda x, y: math.sin(x) * y, [(), ()])
     assert flags(scalars, 512)[0] == CPU.wide_flags  # 512-bit blocks: vectors of 512
     assert flags(grad, 512)[0] == CPU.block_flags  # arrays keep 256-bit blocks
+
+
+def test_vector_functions_are_the_headers_lists_and_not_builtins():
+    """render/target.py's VECTOR_FUNCTIONS names what csrc/symgrad_rt.h declares simd and gives
+    one-lane helpers (Options.one_point); each is compiled as a plain call, not a builtin."""
+    import re
+    from symgrad.render.target import _CPU_FLAGS, VECTOR_FUNCTIONS
+    header = open(os.path.join(ROOT, "csrc", "symgrad_rt.h")).read()
+    lists = re.findall(r"#define SYMGRAD_VMATH\w*\(X\) ((?:[^\n]*\\\n)*[^\n]*)", header)
+    declared = {n for body in lists for n in re.findall(r"X\((\w+)\)", body)}
+    helped = set(re.findall(r"^SYMGRAD_ONE1\((\w+)\)$", header, re.M))
+    assert declared | helped == VECTOR_FUNCTIONS and helped == {"symgrad_sech2"}
+    for fn in declared:
+        assert f"-fno-builtin-{fn}" in _CPU_FLAGS and f"-fno-builtin-{fn}f" in _CPU_FLAGS
