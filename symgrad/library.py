@@ -95,7 +95,8 @@ class Library:
     def one_lane(self, entry):
         """The address of one-lane entry ``entry`` (Options.one_point), where the library has it,
         the call path is _native's and one_lane_agrees(); else 0 (single points keep the blocks)."""
-        return self.symbol(entry) if NATIVE and self.one_lane_agrees() else 0
+        address = self.symbol(entry) if NATIVE else 0  # no copy (rolled kernels): no file to read
+        return address if address and self.one_lane_agrees() else 0
 
     def one_lane_agrees(self):
         """Whether a one-lane copy computes what the blocks do: the library calls each vector
