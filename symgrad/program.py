@@ -134,6 +134,7 @@ def index_vars(index, out=None):
 
 
 _BELOW = {"lt": "le", "le": "le", "gt": "gt", "ge": "gt"}  # x op c as x op' (the largest double below c)
+_IDENTITIES = frozenset({"mul", "div", "add", "sub"})  # ops with an identity Builder.node folds
 _FLIP = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq", "ne": "ne"}  # c op x is x op' c
 
 
@@ -255,13 +256,40 @@ class Builder:
     def node(self, *n):
         i = self.index.get(n)
         if i is None:
-            if n[0] in _FLIP:  # a comparison with 2**2000 or 1/3: Python's exact one
+            op = n[0]
+            if op in _FLIP:  # a comparison with 2**2000 or 1/3: Python's exact one
                 exact = _exact_comparison(self, n)
                 if exact is not None:
                     return exact
+            elif op in _IDENTITIES:
+                same = self._identity(n)
+                if same is not None:
+                    return same
             i = self.index[n] = len(self.nodes)
             self.nodes.append(n)
         return i
+
+    def _identity(self, n):
+        """The operand that ``n`` equals bit for bit whatever it is (IEEE: nan, +-0.0 and +-inf
+        included): x*1, 1*x, x/1, x - 0.0, x + -0.0; else None. Folding them keeps the value
+        and lets a derivative see through (x - x/1.0 is x - x, whose partial is a structural 0:
+        np.std of one entry). x + 0.0 stays (-0.0 + 0.0 is 0.0), so does x - x (nan at inf)."""
+        op, a, c = n
+        nodes = self.nodes
+        if op in ("mul", "add") and nodes[a][0] == "const":  # (both commute)
+            a, c = c, a
+        x, k = nodes[a], nodes[c]
+        if k[0] != "const" or x[0] == "const" or x[0] == "read" and x[1] == "d":  # (an int data entry
+            return None  # times 1 is a double in C: numpy's type, kept)
+        v = const_value(k)
+        if isinstance(v, str) or v != 0 and v != 1:
+            return None
+        if op in ("mul", "div"):
+            return a if v == 1 else None
+        if v != 0:
+            return None
+        negative = isinstance(v, float) and math.copysign(1.0, v) < 0
+        return a if negative == (op == "add") else None
 
     def const(self, c):
         """Node of a number, or None if ``c`` is not a real number."""

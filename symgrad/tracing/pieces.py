@@ -139,6 +139,8 @@ def join(b, parts, axis):
 # -- numpy's joining functions on arrays kept as loops ---------------------------------------------
 def _arrays(name, arrays):
     b = builder()
+    if isinstance(arrays, np.ndarray) and arrays.ndim:  # numpy iterates an array's first axis
+        arrays = list(arrays)
     if isinstance(arrays, (LazyArray, np.ndarray)) or not hasattr(arrays, "__iter__"):
         raise TypeError(f"numpy.{name}() takes a sequence of arrays, got {type(arrays).__name__}")
     xs = [wrap(b, a) for a in arrays]
@@ -152,11 +154,42 @@ def _scalar_array(b, x):
     return x if isinstance(x, LazyArray) else wrap(b, np.array([x], dtype=object if isinstance(x, Value) else float))
 
 
+def _rows_joined(x, item, axis):
+    """What numpy's joining functions make of one array ``x`` given as the sequence: its
+    entries along the first axis, each of shape ``item`` (x's other axes, with 1s in front
+    as atleast_1d/2d add them), joined along ``axis`` of the items."""
+    n = x.shape[0]
+    if n == 0:
+        raise ValueError("need at least one array to concatenate")
+    y = lazy._reshape(x, (n,) + item, "C")
+    if axis:  # the rows' axis moved beside the joined one
+        y = lazy._transpose(y, tuple(range(1, axis + 1)) + (0,) + tuple(range(axis + 1, len(item) + 1)))
+    return lazy._reshape(y, item[:axis] + (n * item[axis],) + item[axis + 1:], "C")
+
+
+def _dtype(name, dtype):
+    if dtype is not None and not keeps_values(dtype):
+        raise Unrollable(f"numpy.{name}(..., dtype={np.dtype(dtype)}) of a large array at {user_site()}")
+
+
+def _at_least(shape, nd):
+    return (1,) * (nd - len(shape)) + shape
+
+
 def _concatenate(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
     if out is not None:
         raise Unrollable(f"numpy.concatenate(..., out=) of a large array at {user_site()}")
-    if dtype is not None and not keeps_values(dtype):
-        raise Unrollable(f"numpy.concatenate(..., dtype={np.dtype(dtype)}) of a large array at {user_site()}")
+    _dtype("concatenate", dtype)
+    if isinstance(arrays, LazyArray) and arrays.ndim:
+        if axis is None:
+            return lazy._reshape(arrays, (-1,), "C")
+        item = tuple(arrays.shape[1:])
+        if not item:
+            raise ValueError("zero-dimensional arrays cannot be concatenated")
+        axis = operator.index(axis)
+        if not -len(item) <= axis < len(item):
+            raise np.exceptions.AxisError(axis, len(item))
+        return _rows_joined(arrays, item, axis % len(item))
     b, xs = _arrays("concatenate", arrays)
     if axis is None:
         xs, axis = [lazy._reshape(_scalar_array(b, x), (-1,), "C") for x in xs], 0
@@ -186,12 +219,19 @@ def _join(b, xs, axis):
 
 
 def _hstack(tup, *, dtype=None, casting="same_kind"):
+    if isinstance(tup, LazyArray) and tup.ndim:
+        item = _at_least(tuple(tup.shape[1:]), 1)
+        _dtype("hstack", dtype)
+        return _rows_joined(tup, item, 0 if len(item) == 1 else 1)
     b, xs = _arrays("hstack", tup)
     xs = [_scalar_array(b, x) for x in xs]
     return _concatenate(xs, 0 if all(x.ndim == 1 for x in xs) else 1, dtype=dtype)
 
 
 def _vstack(tup, *, dtype=None, casting="same_kind"):
+    if isinstance(tup, LazyArray) and tup.ndim:
+        _dtype("vstack", dtype)
+        return _rows_joined(tup, _at_least(tuple(tup.shape[1:]), 2), 0)
     b, xs = _arrays("vstack", tup)
     xs = [_scalar_array(b, x) for x in xs]
     xs = [lazy._index(x, (None, slice(None))) if x.ndim == 1 else x for x in xs]

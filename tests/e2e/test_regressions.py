@@ -340,3 +340,47 @@ def test_numbers_numpy_gives_as_0d_arrays_enter_math_functions():
     G = symgrad.compile(g)
     assert G(1.5) == g(1.5)
     assert G.grad(1.5) == pytest.approx(1.5 / math.hypot(1.5, 1.0) - 0.3 / (0.09 + 2.25), rel=1e-14)
+
+
+def test_std_over_one_entry_has_gradient_zero():
+    """np.std over an axis of length 1 is identically 0, so is its gradient (it was nan:
+    x - x/1.0 was not x - x). Over two entries it is |a - b|/2."""
+    x = np.array([[0.3, -1.2, 2.5]])
+    F = symgrad.compile(lambda x: np.sum(np.std(x, axis=0)), shapes=[(1, 3)])
+    assert F(x) == 0.0
+    np.testing.assert_array_equal(F.grad(x), np.zeros((1, 3)))
+    G = symgrad.compile(lambda x: np.sum(np.std(x, axis=0)), shapes=[(2, 3)])
+    y = np.array([[0.3, -1.2, 2.5], [1.0, 0.5, -0.5]])
+    assert G(y) == pytest.approx(np.sum(np.abs(y[0] - y[1])) / 2, rel=1e-15)
+    s = np.sign(y[0] - y[1]) / 2
+    np.testing.assert_allclose(G.grad(y), np.array([s, -s]), rtol=1e-15)
+
+
+@pytest.mark.parametrize("join", ["vstack", "hstack", "concatenate", "concatenate1", "concatenateN", "stack"])
+def test_joining_functions_given_one_array_iterate_its_first_axis(join):
+    """numpy's joining functions take an array as the sequence of its first axis's entries:
+    np.vstack(x) of a 2-D x is x, np.hstack(x) its rows end to end (a TypeError before)."""
+    fn = {"vstack": np.vstack, "hstack": np.hstack, "concatenate": np.concatenate, "stack": np.stack,
+          "concatenate1": lambda a: np.concatenate(a, axis=1),
+          "concatenateN": lambda a: np.concatenate(a, axis=None)}[join]
+    x = np.arange(24.0).reshape(2, 3, 4) / 7 - 1
+    ref = fn(x)
+    w = np.cos(np.arange(ref.size)).reshape(ref.shape)
+    F = symgrad.compile(lambda x: np.sum(np.sin(fn(x)) * w), shapes=[(2, 3, 4)])
+    assert F(x) == pytest.approx(np.sum(np.sin(ref) * w), rel=1e-14)
+    where = fn(np.arange(24).reshape(2, 3, 4))  # which entry of x each entry of the join is
+    g = np.zeros(24)
+    np.add.at(g, where.ravel(), (np.cos(ref) * w).ravel())  # d/dx of sum(sin(join) * w)
+    np.testing.assert_allclose(F.grad(x), g.reshape(2, 3, 4), rtol=1e-14, atol=1e-16)
+    two = symgrad.compile(lambda x: np.sum(fn(x) ** 2), shapes=[(2, 3)])  # np.sum(np.vstack(x)) of (2, 3)
+    y = np.arange(6.0).reshape(2, 3) - 2
+    if join not in ("concatenate1",):
+        assert two(y) == np.sum(y ** 2)
+        np.testing.assert_array_equal(two.grad(y), 2 * y)
+
+
+def test_concatenate_of_one_array_raises_as_numpy_does():
+    with pytest.raises(ValueError, match="zero-dimensional arrays cannot be concatenated"):
+        symgrad.compile(lambda x: np.sum(np.concatenate(x)), shapes=[(3,)])(np.ones(3))
+    with pytest.raises(np.exceptions.AxisError):
+        symgrad.compile(lambda x: np.sum(np.concatenate(x, axis=1)), shapes=[(2, 3)])(np.ones((2, 3)))

@@ -5,6 +5,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
+from symgrad.ir.evaluate import evaluate
 from symgrad.program import Arg, Builder, Output, const_key, const_value
 from symgrad.tracing import trace
 
@@ -104,3 +105,33 @@ def test_optimize_drops_dead_nodes_and_returns_a_compact_program_itself():
     grad = derive.grad(prog, [0], with_value=True)
     assert optimize.optimize(grad, options.DEFAULT) is grad
     assert optimize.optimize(kept, options.DEFAULT) is kept
+
+
+def test_identities_that_hold_bit_for_bit_are_folded_and_no_other():
+    """x*1, 1*x, x/1, x - 0 and x + -0.0 are x itself for every double (nan, +-0.0, +-inf):
+    Builder.node returns x's node, so a derivative sees through them (np.std of one entry).
+    x + 0.0 (-0.0 + 0.0 is 0.0), x - -0.0, x - x (nan at inf) and 0 - x are kept."""
+    folded = [lambda x: x * 1, lambda x: 1.0 * x, lambda x: x / 1, lambda x: x / 1.0,
+              lambda x: x - 0, lambda x: x - 0.0, lambda x: x + -0.0, lambda x: -0.0 + x]
+    for f in folded:
+        prog = trace(f)
+        assert prog.outputs[0].refs == (prog.nodes.index(("arg", 0, 0)),), prog
+    kept = [lambda x: x + 0.0, lambda x: x + 0, lambda x: 0 + x, lambda x: x - -0.0, lambda x: x - x,
+            lambda x: 0 - x, lambda x: 1 / x, lambda x: x * 1.0000000000000002, lambda x: x * -1]
+    points = [-0.0, 0.0, math.inf, -math.inf, math.nan, 3.0]
+    for f in kept:
+        prog = trace(f)
+        assert prog.outputs[0].refs != (prog.nodes.index(("arg", 0, 0)),), prog
+        got = evaluate(prog, np.array(points))[0]
+        with np.errstate(all="ignore"):
+            want = np.array([f(np.float64(p)) for p in points])
+        assert got.tobytes() == want.tobytes(), (prog, got, want)  # signs of zeros included
+
+
+def test_a_difference_with_itself_has_a_zero_partial_through_a_folded_identity():
+    """sqrt((x - x/1.0)**2) is 0 for every finite x, and so is its derivative: the partial of
+    x - x is a structural 0, so sqrt's infinite slope at 0 never multiplies it (it was nan)."""
+    from symgrad.transforms import derive
+    prog = trace(lambda x: np.sqrt((x - x / 1.0) ** 2))
+    g = derive.grad(prog, (0,))
+    assert evaluate(g, np.array([0.3, -2.0, 0.0]))[0].tolist() == [0.0, 0.0, 0.0]
