@@ -114,8 +114,9 @@ def problem(objective, constraints=None, *, n=None, lb=None, ub=None, cl=None, c
     try:
         import cyipopt
     except ImportError:
-        raise ImportError("symgrad.ipopt.problem needs cyipopt (and IPOPT): pip install 'symgrad[ipopt]', or "
-                          "conda install -c conda-forge cyipopt") from None
+        raise ImportError("symgrad.ipopt.problem needs cyipopt (and IPOPT): pip install 'symgrad[ipopt]' "
+                          "(IPOPT bundled), or cyipopt built against a system IPOPT (pip install cyipopt; conda "
+                          "install -c conda-forge cyipopt)") from None
     if n is None:
         sizes = {np.size(b) for b in (lb, ub) if b is not None and np.ndim(b) > 0}
         if len(sizes) != 1:

@@ -77,3 +77,13 @@ def pairs10(p):
             d2 = (p[3 * i] - p[3 * j]) ** 2 + (p[3 * i + 1] - p[3 * j + 1]) ** 2 + (p[3 * i + 2] - p[3 * j + 2]) ** 2
             e = e + math.exp(-d2) / d2
     return e
+
+
+def require_cyipopt():
+    """cyipopt, or a skip where it is not installed; under CI (.ci/run installs '.[ipopt]',
+    IPOPT bundled) a missing cyipopt is a failure, so the IPOPT tests never skip there."""
+    import importlib
+    import pytest
+    if os.environ.get("CI"):
+        return importlib.import_module("cyipopt")
+    return pytest.importorskip("cyipopt")

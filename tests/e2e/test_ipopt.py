@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import symgrad.ipopt
+from helpers import require_cyipopt
 
 F_STAR = 17.014017145179164  # HS071's optimum (IPOPT's output)
 X_STAR = np.array([1.0, 4.74299963, 3.82114998, 1.37940829])
@@ -127,7 +128,7 @@ def test_an_unconstrained_problem_has_empty_constraint_callbacks():
 
 
 def test_ipopt_solves_hs071():
-    pytest.importorskip("cyipopt")
+    require_cyipopt()
     nlp = symgrad.ipopt.problem(f, g, lb=[1, 1, 1, 1], ub=[5, 5, 5, 5], cl=[25, 40], cu=[2e19, 40])
     nlp.add_option("tol", 1e-10)
     nlp.add_option("print_level", 0)

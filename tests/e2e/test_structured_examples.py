@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import helpers  # noqa: F401  (puts examples/ on the path)
+from helpers import require_cyipopt
 import brusselator
 
 
@@ -35,7 +36,7 @@ def test_collocation_written_over_the_whole_vector():
 
 
 def test_collocation_solved_by_ipopt():
-    pytest.importorskip("cyipopt")
+    require_cyipopt()
     import collocation
     r = collocation.main([])
     assert r["status"] == 0 and r["objective"] == pytest.approx(12.2577983235, rel=1e-8)
