@@ -96,14 +96,21 @@ def own_compiler(monkeypatch):
     shutil.rmtree(csrc_dir() / pch.DIR, ignore_errors=True)
 
 
-def test_a_damaged_precompiled_header_is_discarded_and_the_kernel_is_right(own_compiler):
-    text = _kernel(symgrad.compile(lambda x: x * x, [()]).grad).source
-    args = _precompiled(_flags(()), text)
+@pytest.mark.parametrize("bits", [None, 512])
+def test_a_damaged_precompiled_header_is_discarded_and_the_kernel_is_right(own_compiler, monkeypatch, bits):
+    """The header damaged is the one the kernel's own compile reads: its flags are the kernel's
+    (on an AVX-512 CPU a kernel of scalars adds -mprefer-vector-width=512; bits=512 renders as
+    there, which any x86-64 GCC compiles)."""
+    if bits:
+        monkeypatch.setattr(build, "vector_bits", lambda: bits)
+    c = 1.0 + 2.0 ** -20 + (bits or 0) * 2.0 ** -40  # a function no other test compiles
+    G = symgrad.compile(lambda x: math.exp(c * x) * x, [()]).grad
+    kernel = _kernel(G)
+    assert bool(bits) == any("512" in f for f in kernel.cflags)
+    args = _precompiled(_flags(kernel.cflags), kernel.source)
     gch = os.path.join(args[1], pch.GCH)
     with open(gch, "r+b") as f:  # cut short: GCC stops with "cannot read PCH file"
         f.truncate(os.path.getsize(gch) // 2)
-    c = 1.0 + 2.0 ** -20  # a function no other test compiles
-    G = symgrad.compile(lambda x: math.exp(c * x) * x, [()]).grad
     x = np.linspace(0.25, 2.0, 8)
     np.testing.assert_allclose(G(x), np.exp(c * x) * (1.0 + c * x), rtol=1e-15, atol=0)
     assert not os.path.exists(args[1])  # removed: no compile reads it again
