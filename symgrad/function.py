@@ -21,6 +21,7 @@ from .source import PerObject, Source
 from .errors import ScalarUsedAsArray
 from .signature import TRACED, checked_keywords
 from .transforms.kinds import KINDS, VALUE, build_kinds, kind as kind_of, nth_name
+from .verbs import install as install_verbs
 
 
 def c_identifier(name):
@@ -444,42 +445,7 @@ class Function(Callable):
         return f"<symgrad.Function {self.py_name} {self.kind}({args}) {self.dtype}>"
 
 
-def _verbs(cls):
-    """The derivative verbs of every kind in the registry (transforms/kinds.py): the property
-    ``F.<kind>`` (all arguments) and the method ``F.<kind>_wrt(argnums)``."""
-    for k in KINDS.values():
-        if k.doc:
-            setattr(cls, k.name, property(_every_argument(k.name), doc=k.doc))
-        if k.wrt:
-            wrt = _by_argnums(k.name, k.stacked is not None)
-            wrt.__name__, wrt.__qualname__, wrt.__doc__ = f"{k.name}_wrt", f"Function.{k.name}_wrt", k.wrt
-            setattr(cls, wrt.__name__, checked_keywords(wrt.__qualname__)(wrt))
-        if k.sparsity:
-            from .sparse import pattern_method
-            pattern = pattern_method(k.name, k.stacked is not None, k.symmetric)
-            pattern.__name__, pattern.__qualname__ = f"{k.name}_sparsity", f"Function.{k.name}_sparsity"
-            pattern.__doc__ = k.sparsity
-            setattr(cls, pattern.__name__, checked_keywords(pattern.__qualname__)(pattern))
-
-
-def _every_argument(name):
-    def get(self):
-        return self._derive(name, None)
-    get.__name__ = get.__qualname__ = name
-    return get
-
-
-def _by_argnums(name, stacks):
-    if stacks:
-        def wrt(self, argnums=None, *, stack=False):
-            return self._derive(name, argnums, stack=stack)
-    else:
-        def wrt(self, argnums):
-            return self._derive(name, argnums)
-    return wrt
-
-
-_verbs(Function)
+install_verbs(Function)  # F.grad, F.grad_wrt(1), F.jacobian_sparsity(...), J.pattern(): verbs.py
 
 
 def _weakly_referable(obj):

@@ -132,3 +132,20 @@ def pattern_method(name, stacks, symmetric):
         def pattern(self, argnums=None):
             return matrix(self, argnums, False)
     return pattern
+
+
+def own_pattern(self, *, lower=False):
+    """Which entries of this Jacobian or Hessian are not identically zero, by the arguments it
+    was taken by (``symgrad.jacobian(f, argnums=1).pattern()``: of ``f(t, y)``, the n x n
+    pattern by y, what scipy's solve_ivp takes as ``jac_sparsity=``): a boolean
+    scipy.sparse.csr_array (without scipy: (rows, cols, shape)) of the entries that
+    ``J(..., sparse=True)`` computes. ``lower=True``: a Hessian's lower triangle, what
+    ``sparse='lower'`` computes. (``J.jacobian_sparsity()`` is the pattern of J's own Jacobian.)"""
+    from .transforms.kinds import kind
+    if not self._steps or kind(self._steps[-1][0]).sparse is None:
+        raise ValueError(f"{self._what}: pattern() is the pattern of a Jacobian or Hessian; of a function, write "
+                         "F.jacobian_wrt(argnums).pattern() or F.jacobian_sparsity(argnums) (likewise hessian)")
+    pattern = self._sparse().sparsity()
+    if lower and not pattern.lower:
+        raise ValueError("pattern(lower=True) is for Hessians (a symmetric matrix); a Jacobian has no lower form")
+    return pattern_matrix(pattern, lower)

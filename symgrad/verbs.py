@@ -1,0 +1,56 @@
+"""The derivative verbs of a Function, made from the kind registry (transforms/kinds.py): the
+property ``F.<kind>`` (every argument), the method ``F.<kind>_wrt(argnums)``, the pattern
+methods ``F.<kind>_sparsity(argnums)``, and ``J.pattern()``, a Jacobian's or Hessian's own
+pattern (sparse.py)."""
+from __future__ import annotations
+
+from .signature import checked_keywords
+from .transforms.kinds import KINDS
+
+
+class Verb:
+    """``F.<kind>``: the derivative by every argument, made once per Function (Function._derive,
+    one Function per kind and argnums, under its lock) and then kept in that Function's
+    ``__dict__`` under the verb's name. A non-data descriptor, so every later read is a plain
+    attribute read: ``F.grad(x)`` costs what ``G(x)`` costs with ``G = F.grad``. Threads that
+    read it at once store the same object; the memo is not pickled (Function.__reduce__ carries
+    the spec only: a restored Function makes it again at its first read); a method's Function
+    of each instance (Function.__get__) and a forked child's Functions keep their own."""
+
+    def __init__(self, name, doc):
+        self.name, self.__doc__ = name, doc
+
+    def __get__(self, obj, cls=None):
+        if obj is None:
+            return self
+        fn = obj.__dict__[self.name] = obj._derive(self.name, None)
+        return fn
+
+
+def install(cls):
+    """The verbs of every kind in the registry, on class ``cls`` (symgrad.Function)."""
+    from .sparse import own_pattern, pattern_method
+    for k in KINDS.values():
+        if k.doc:
+            setattr(cls, k.name, Verb(k.name, k.doc))
+        if k.wrt:
+            wrt = _by_argnums(k.name, k.stacked is not None)
+            wrt.__name__, wrt.__qualname__, wrt.__doc__ = f"{k.name}_wrt", f"Function.{k.name}_wrt", k.wrt
+            setattr(cls, wrt.__name__, checked_keywords(wrt.__qualname__)(wrt))
+        if k.sparsity:
+            pattern = pattern_method(k.name, k.stacked is not None, k.symmetric)
+            pattern.__name__, pattern.__qualname__ = f"{k.name}_sparsity", f"Function.{k.name}_sparsity"
+            pattern.__doc__ = k.sparsity
+            setattr(cls, pattern.__name__, checked_keywords(pattern.__qualname__)(pattern))
+    own_pattern.__qualname__ = "Function.pattern"
+    cls.pattern = checked_keywords(own_pattern.__qualname__)(own_pattern)
+
+
+def _by_argnums(name, stacks):
+    if stacks:
+        def wrt(self, argnums=None, *, stack=False):
+            return self._derive(name, argnums, stack=stack)
+    else:
+        def wrt(self, argnums):
+            return self._derive(name, argnums)
+    return wrt
