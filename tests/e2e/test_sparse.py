@@ -221,3 +221,56 @@ def test_loops_whose_scatters_read_other_loops_sums_compile_and_equal_the_unroll
     got, want = getattr(F, kind)(x, sparse=True).toarray(), getattr(U, kind)(x)
     assert getattr(F, kind)._sparse().loops
     np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13 * np.abs(want).max())
+
+
+# -- by argument: f(t, y) and the pattern by y alone (issue 47) -------------------------------
+M = 12
+
+
+def ode(t, y):
+    """A stiff right-hand side f(t, y) read by solve_ivp: tridiagonal in y, t only scales it."""
+    inner = y[:-2] - 2 * y[1:-1] + y[2:]
+    return np.concatenate([np.array([-y[0] + t]), 50 * inner - y[1:-1] ** 3 * math.cos(1.0), np.array([-y[-1]])])
+
+
+def test_the_pattern_by_y_is_n_by_n_and_the_sparse_jacobian_by_y_fills_it():
+    F = symgrad.compile(ode, [(), (M,)])
+    t, y = 0.7, np.linspace(0.5, 1.5, M)
+    dense = F.jacobian_wrt(1)(t, y)
+    assert F.jacobian_sparsity().shape == (M, M + 1)  # every argument: the time column too
+    for pattern in (F.jacobian_sparsity(argnums=1), F.jacobian_wrt(1).pattern(),
+                    symgrad.jacobian(ode, argnums=1, shapes=[(), (M,)]).pattern()):
+        assert pattern.shape == (M, M) and pattern.dtype == bool
+        assert np.array_equal(pattern.toarray(), dense != 0)
+    J = symgrad.jacobian(F, argnums=1)  # the verb's argnums are its sparse form's
+    sparse = J(t, y, sparse=True)
+    assert sparse.shape == (M, M) and np.array_equal(sparse.toarray(), dense)
+    assert np.array_equal(sparse.toarray() != 0, J.pattern().toarray())
+
+
+def test_a_hessian_by_some_arguments_gives_its_own_pattern():
+    g = symgrad.compile(lambda a, y: a * np.sum(y[1:] * y[:-1]) + a ** 3 * y[0], [(), (5,)])
+    y = np.linspace(1, 2, 5)
+    dense = g.hessian_wrt(1)(2.0, y)
+    H = symgrad.hessian(g, argnums=1)
+    for pattern in (g.hessian_sparsity(argnums=1), H.pattern()):
+        assert pattern.shape == (5, 5) and np.array_equal(pattern.toarray(), dense != 0)
+    assert np.array_equal(H.pattern(lower=True).toarray(), np.tril(dense != 0))
+    assert np.array_equal(H(2.0, y, sparse=True).toarray(), dense)
+    assert g.hessian.pattern().shape == (6, 6)
+    with pytest.raises(ValueError, match="pattern of a Jacobian or Hessian"):
+        g.pattern()
+    with pytest.raises(ValueError, match="for Hessians"):
+        symgrad.jacobian(g, argnums=1).pattern(lower=True)
+
+
+def test_solve_ivp_takes_the_pattern_by_y():
+    integrate = pytest.importorskip("scipy.integrate")
+    F = symgrad.compile(ode, [(), (M,)])
+    J = symgrad.jacobian(F, argnums=1)
+    y0 = np.linspace(0.5, 1.5, M)
+    fd = integrate.solve_ivp(F, (0, 1), y0, method="BDF", jac_sparsity=J.pattern(), rtol=1e-8, atol=1e-10)
+    exact = integrate.solve_ivp(F, (0, 1), y0, method="BDF", jac=lambda t, y: J(t, y, sparse=True),
+                                rtol=1e-8, atol=1e-10)
+    assert fd.success and exact.success
+    np.testing.assert_allclose(fd.y[:, -1], exact.y[:, -1], rtol=1e-6)

@@ -28,7 +28,7 @@ def snippets():
     return found
 
 
-EXPECT = {"minimize": 6, "least_squares": 4, "solve_ivp": 6, "Sparse": 4, "multiprocessing": 1, "Dask": 1}
+EXPECT = {"minimize": 6, "least_squares": 4, "solve_ivp": 6, "Sparse": 5, "multiprocessing": 1, "Dask": 1}
 
 
 @pytest.mark.parametrize("code", snippets())
