@@ -1,15 +1,22 @@
 """The ``symgrad`` command line: generate standalone C/CUDA files, or show a derivative.
 
     symgrad generate MODULE:FUNCTION --out DIR [--name NAME] [--shapes SHAPES] [--value]
-                     [--grad] [--hessian] [--jacobian] [--derivative N] [--dtype T]
+                     [--grad] [--jacobian] [--jacobian-sparse] [--hessian] [--hessian-sparse]
+                     [--hvp] [--derivative N] [--dtype T]
                      [--float32-math double|float] [--loop-min-size N] [--cuda]
-    symgrad show MODULE:FUNCTION [--grad|--hessian|--jacobian|--derivative N] [--shapes SHAPES]
+    symgrad show MODULE:FUNCTION [--grad|--jacobian|--hessian|--hvp|...|--derivative N] [--shapes SHAPES]
                  [--latex] [--c] [--cuda] [--dtype T] [--float32-math double|float] [--loop-min-size N]
     symgrad --version
 
 MODULE is an importable module or a path to a .py file. ``generate`` prints the paths it
-wrote, then the command that compiles the C file. Errors print one line on stderr: exit
-status 2 for a malformed command line, 1 for anything else."""
+wrote, then the command that compiles the C file. The kernel flags are the kinds of
+transforms/kinds.kernel_kinds, "_" written "-": --hvp is the Hessian-vector product (a tangent
+argument per argument, after them), --jacobian-sparse and --hessian-sparse the structural
+non-zeros of the Jacobian and Hessian (the Hessian's lower triangle) with their pattern's
+index arrays NAME_<kind>_rows, _cols, _indptr in the header and C file (codegen.pattern_source).
+Errors print one line on stderr, in the command line's spellings (--shapes "[(3,)]" where the
+library says shapes=[(3,)]: cli_spelling): exit status 2 for a malformed command line, 1 for
+anything else."""
 from __future__ import annotations
 
 import argparse
@@ -17,9 +24,10 @@ import ast
 import importlib
 import importlib.util
 import os
+import re
 import sys
 
-from .transforms.kinds import DEFAULT_KERNELS, VALUE, kernel_kinds, nth_name
+from .transforms.kinds import DEFAULT_KERNELS, VALUE, kernel_kinds, kind as kind_of, nth_name
 
 
 SHOW_LIMIT = 400  # operations of a closed form worth printing; larger: the straight-line program
@@ -97,7 +105,7 @@ def _parser():
     g.add_argument("--name", help="prefix of the files and kernels (default: the function's name)")
     g.add_argument("--shapes", help='core shape of each argument, e.g. "[(8,), ()]" (default: scalars)')
     for kind in kernel_kinds():
-        g.add_argument(f"--{kind}", action="store_true", help=f"a {kind} kernel")
+        g.add_argument(_flag(kind), action="store_true", help=f"a kernel of {_words(kind)}")
     g.add_argument("--derivative", type=int, action="append", default=[], metavar="N",
                    help="the N-th derivative by the first (scalar) argument (repeatable)")
     g.add_argument("--dtype", choices=["float64", "float32"], default="float64")
@@ -111,7 +119,7 @@ def _parser():
     s.add_argument("--shapes")
     which = s.add_mutually_exclusive_group()
     for kind in kernel_kinds()[1:]:
-        which.add_argument(f"--{kind}", action="store_true")
+        which.add_argument(_flag(kind), action="store_true", help=f"show {_words(kind)}")
     which.add_argument("--derivative", type=int, metavar="N")
     s.add_argument("--latex", action="store_true", help="LaTeX instead of sympy's pretty form")
     s.add_argument("--c", action="store_true", help="also the standalone C source")
@@ -120,6 +128,15 @@ def _parser():
     s.add_argument("--float32-math", choices=["double", "float"], default="double")
     s.add_argument("--loop-min-size", **loops)
     return p
+
+
+def _flag(kind):
+    """The command line's flag of kernel kind ``kind``: --grad, --jacobian-sparse."""
+    return "--" + kind.replace("_", "-")
+
+
+def _words(kind):
+    return "the function" if kind == VALUE else "the " + kind_of(kind).words.removesuffix(" of ")
 
 
 def _generate(a, F):
@@ -142,8 +159,9 @@ def _show(a, F):
     import sympy as sp
     if a.derivative is not None and a.derivative < 0:
         raise Usage(f"--derivative needs an order of at least 0, got {a.derivative}")
+    from .codegen import functions
     asked = [k for k in kernel_kinds()[1:] if getattr(a, k)]
-    G = getattr(F, asked[0]) if asked else F.derivative(a.derivative) if a.derivative is not None else F
+    G = functions(F, asked)[0][1] if asked else F.derivative(a.derivative) if a.derivative is not None else F
     print(f"# {G.title}, traced program of {G.traced.count_ops()} operations")
     if G.loops:  # no closed form, no straight-line program to print
         print(f"# its arrays stayed loops (those of at least {F.options.loop_min_size} entries): "
@@ -160,7 +178,7 @@ def _show(a, F):
         print(f"# operations: {before.count_ops()} before optimisation, {after.count_ops()} after")
     if a.c or a.cuda:
         from .codegen import sources
-        kind = VALUE if G is F else G.kind
+        kind = asked[0] if asked else VALUE if G is F else G.kind
         for fname, text in sources(F, [kind], None, a.cuda).items():
             if fname.endswith(".cu") and not a.cuda or not fname.endswith(".cu") and not a.c:
                 continue
@@ -194,9 +212,32 @@ def main(argv=None):
 
 
 def _fail(e, status, what="error"):
-    message = " ".join(str(e).split())
+    message = cli_spelling(" ".join(str(e).split()))
     print(f"symgrad: {what}: {message}", file=sys.stderr)
     sys.exit(status)
+
+
+# What the library's messages say in Python (its keywords) -> what the command line takes
+_SPELLINGS = (
+    (re.compile(r"(?<![-\w.])shapes=(\[[^\]]*\])"), lambda m: f'--shapes "{m.group(1)}"'),
+    (re.compile(r"(?<![-\w.])shapes="), lambda m: "--shapes"),
+    (re.compile(r"^shapes (?=gives|must)"), lambda m: "--shapes "),
+    (re.compile(r"(?<![-\w.])dtype=(['\"]?)(float(?:32|64))\1"), lambda m: f"--dtype {m.group(2)}"),
+    (re.compile(r"options=symgrad\.Options\(loop_min_size=(\d+)\)"), lambda m: f"--loop-min-size {m.group(1)}"),
+    (re.compile(r"symgrad\.Options\(float32_math=(['\"]?)(\w+)\1\)"), lambda m: f"--float32-math {m.group(2)}"),
+)
+
+
+def cli_spelling(message):
+    """A message of the library in the command line's spellings: ``shapes=[(3,)]`` becomes
+    ``--shapes "[(3,)]"``, a bare ``shapes=`` ``--shapes``, ``dtype='float32'`` ``--dtype float32``,
+    ``options=symgrad.Options(loop_min_size=0)`` ``--loop-min-size 0``. A line of the user's
+    code it quotes (`in backquotes`) stays as written."""
+    parts = re.split(r"(`[^`]*`)", message)
+    for i in range(0, len(parts), 2):
+        for pattern, spelled in _SPELLINGS:
+            parts[i] = pattern.sub(spelled, parts[i])
+    return "".join(parts)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ class Kind:
     loops: Optional[Callable]    # (loop result forms, large, argnums, first) -> forms, or None: not as loops
     structure: Callable = lambda own, by, m: by  # how results nest: (the function's, the argnums', m)
     public: bool = True          # a Function verb of that name (F.grad); codegen and the CLI offer it
+    generated: bool = False      # codegen and the CLI offer it too (F.hvp; a sparse kind: of F.<its dense kind>)
     tangents: bool = False       # takes one tangent argument per argument differentiated by (after them)
     last: bool = False           # nothing is differentiated after it
     runs: Optional[str] = None   # of a large program: runs the kernel of this kind, its first result unstored
@@ -155,7 +156,7 @@ KINDS = {k.name: k for k in (
     Kind("jacobian_stacked", "stacked Jacobian of ", False, _stacked, _build_jac_stacked, None,
          structure=lambda own, by, m: own, public=False, sparse="jacobian_sparse"),
     Kind("jacobian_sparse", "sparse Jacobian of ", False, None, _sparse("jacobian")[1], lambda o, lg, sh, nums: ["plain"],
-         structure=lambda own, by, m: 0, public=False, last=True, pattern=_sparse("jacobian")[0],
+         structure=lambda own, by, m: 0, public=False, generated=True, last=True, pattern=_sparse("jacobian")[0],
          exact=lambda prog, nums: _sparse_loops().jacobian_supported(prog, nums)),
     Kind("hessian", "Hessian of ", True, lambda outs, args, nums: [args[i] + args[j] for i in nums for j in nums],
          _build_hessian, lambda o, lg, sh, nums: _loops_second(o, lg, sh, nums, len(nums) ** 2),
@@ -168,10 +169,11 @@ KINDS = {k.name: k for k in (
                   "computes.", symmetric=True),
     Kind("hessian_sparse", "sparse Hessian of ", True, None, _sparse("hessian")[1],
          lambda o, lg, sh, nums: ["plain"] if o == ["scalar"] else None,
-         structure=lambda own, by, m: 0, public=False, last=True, pattern=_sparse("hessian")[0],
+         structure=lambda own, by, m: 0, public=False, generated=True, last=True, pattern=_sparse("hessian")[0],
          exact=lambda prog, nums: _sparse_loops().supported(prog, nums)),
     Kind("hvp", "Hessian-vector product of ", True, lambda outs, args, nums: [args[i] for i in nums], _build_hvp,
-         lambda o, lg, sh, nums: _loops_second(o, lg, sh, nums, len(nums)), public=False, tangents=True, last=True,
+         lambda o, lg, sh, nums: _loops_second(o, lg, sh, nums, len(nums)), public=False, generated=True,
+         tangents=True, last=True,
          doc="Hessian-vector product of a scalar function: ``F.hvp(x, v)`` is H(x) @ v (for several arguments, "
              "one tangent each after them: ``F.hvp(x, y, vx, vy)``), by forward-over-reverse differentiation: "
              "its cost is linear in the program's, no Hessian is formed."),
@@ -218,9 +220,15 @@ def kind(name) -> Kind:
 
 
 def kernel_kinds():
-    """What codegen and the CLI offer: the value and the public kinds but those another
-    kernel runs, then d<N>."""
-    return (VALUE,) + tuple(n for n, k in KINDS.items() if k.public and not any(o.runs == n for o in KINDS.values()))
+    """What codegen and the CLI offer: the value, the public kinds but those another kernel
+    runs, and the generated ones (hvp, the sparse kinds); then d<N>."""
+    return (VALUE,) + tuple(n for n, k in KINDS.items()
+                            if k.generated or k.public and not any(o.runs == n for o in KINDS.values()))
+
+
+def dense_of(name):
+    """The public kind whose sparse form is kind ``name`` (F.jacobian's of jacobian_sparse), or None."""
+    return next((n for n, k in KINDS.items() if k.sparse == name and k.public), None)
 
 
 def build_kinds():

@@ -327,3 +327,83 @@ def test_standalone_fsum_carries_its_runtime_function_and_the_same_bits(tmp_path
     out = np.zeros(3, dtype)
     lib.fs_value_batch(ctypes.c_int64(3), _ptr(x), _ptr(y), _ptr(out))
     np.testing.assert_array_equal(out, F(x, y))
+
+
+# -- the CLI's --hvp, --jacobian-sparse, --hessian-sparse (issue 47) ---------------------------
+def _cli_library(tmp_path, module, name, *args):
+    """``symgrad generate`` of ``args`` into tmp_path/name, compiled under -Wall -Wextra -Werror."""
+    out = tmp_path / name
+    r = cli("generate", f"{module}:{name}", "--out", out, *args, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    so = out / f"lib{name}.so"
+    subprocess.run([CC, *STRICT, "-fPIC", "-shared", str(out / f"{name}.c"), "-o", str(so), "-lm"], check=True)
+    return ctypes.CDLL(str(so)), (out / f"{name}.h").read_text()
+
+
+def _pattern_of(lib, header, kernel):
+    """(rows, cols, indptr, shape) of a sparse kernel, from its library and header."""
+    define = {line.split()[1]: int(line.split()[2]) for line in header.splitlines()
+              if line.startswith("#define ") and len(line.split()) == 3}
+    nnz, nrows, ncols = (define[f"{kernel.upper()}_{what}"] for what in ("NNZ", "NROWS", "NCOLS"))
+    rows, cols, indptr = (np.ctypeslib.as_array((ctypes.c_int64 * n).in_dll(lib, f"{kernel}_{what}"))
+                          for what, n in (("rows", nnz), ("cols", nnz), ("indptr", nrows + 1)))
+    for what in ("rows", "cols", "indptr"):
+        assert f"extern const int64_t {kernel}_{what}[];" in header
+    return rows, cols, indptr, (nrows, ncols)
+
+
+def test_cli_sparse_kernels_and_their_patterns_equal_the_in_process_ones(tmp_path, module):
+    lib, header = _cli_library(tmp_path, module, "rosen", "--shapes", "[(4,)]", "--hessian-sparse", "--hvp")
+    R = symgrad.compile(_seed_module(tmp_path)["rosen"], [(4,)])
+    x = np.random.default_rng(3).uniform(-2, 2, (5, 4))
+    rows, cols, indptr, shape = _pattern_of(lib, header, "rosen_hessian_sparse")
+    want_rows, want_cols, want = R.hessian(x, sparse="lower")
+    assert shape == (4, 4) and np.array_equal(rows, want_rows) and np.array_equal(cols, want_cols)
+    assert np.array_equal(indptr, [0, 1, 3, 5, 7])
+    values = np.zeros((5, len(rows)))
+    lib.rosen_hessian_sparse_batch(ctypes.c_int64(5), _ptr(x), _ptr(values))
+    np.testing.assert_array_equal(values, want)  # a polynomial: the same operations, bit for bit
+    dense = R.hessian(x)
+    assert np.array_equal(dense[:, rows, cols], values)
+    v = np.random.default_rng(4).uniform(-1, 1, (5, 4))
+    hvp = np.zeros((5, 4))
+    lib.rosen_hvp_batch(ctypes.c_int64(5), _ptr(x), _ptr(v), _ptr(hvp))
+    np.testing.assert_array_equal(hvp, R.hvp(x, v))
+    np.testing.assert_allclose(hvp, np.einsum("nij,nj->ni", dense, v), rtol=1e-13)
+
+    lib, header = _cli_library(tmp_path, module, "vec", "--shapes", "[(2,), ()]", "--jacobian-sparse")
+    V = symgrad.compile(_seed_module(tmp_path)["vec"], [(2,), ()])
+    rows, cols, indptr, shape = _pattern_of(lib, header, "vec_jacobian_sparse")
+    a, k = np.array([0.3, 1.7]), 0.9
+    J = V.jacobian(a, k, sparse=True)  # by every argument: columns a[0], a[1], k
+    assert shape == J.shape == (3, 3) and np.array_equal(indptr, J.indptr)
+    values = np.zeros(len(rows))
+    lib.vec_jacobian_sparse(_ptr(a), _ptr(np.array([k])), _ptr(values))
+    np.testing.assert_allclose(values, J[rows, cols], rtol=1e-15)
+    assert np.array_equal(V.jacobian_sparsity().toarray()[rows, cols], np.ones(len(rows), bool))
+
+
+def _seed_module(tmp_path):
+    ns = {}
+    exec(compile(SEED_PY, str(tmp_path / "model.py"), "exec"), ns)
+    return ns
+
+
+def test_cli_messages_use_the_command_lines_spellings(tmp_path, module):
+    r = cli("generate", f"{module}:rosen", "--out", tmp_path / "o", cwd=tmp_path)  # --shapes forgotten
+    assert r.returncode == 1 and "--shapes" in r.stderr, r.stderr
+    assert "shapes=" not in r.stderr.replace(r.stderr[r.stderr.find("`"):r.stderr.rfind("`") + 1], "")
+    r = cli("generate", f"{module}:rosen", "--out", tmp_path / "o", "--shapes", "[(2,), (3,)]", cwd=tmp_path)
+    assert r.returncode == 1 and "error: --shapes gives 2 argument shapes" in r.stderr, r.stderr
+    from symgrad.cli import cli_spelling
+    assert cli_spelling("pass shapes=[(3,)] (or shapes=[()]); shapes= was not given at `f(shapes=[1])`") == \
+        'pass --shapes "[(3,)]" (or --shapes "[()]"); --shapes was not given at `f(shapes=[1])`'
+    assert cli_spelling("compile it with options=symgrad.Options(loop_min_size=0), dtype='float32'") == \
+        "compile it with --loop-min-size 0, --dtype float32"
+
+
+def test_cli_refuses_a_sparse_kernel_of_no_entries(tmp_path):
+    (tmp_path / "lin.py").write_text("def lin(x):\n    return 2 * x[0] - x[1]\n")
+    r = cli("generate", f"{tmp_path / 'lin.py'}:lin", "--out", tmp_path / "o", "--shapes", "[(2,)]",
+            "--hessian-sparse", cwd=tmp_path)
+    assert r.returncode == 1 and "no structural non-zeros" in r.stderr, r.stderr
