@@ -413,6 +413,8 @@ def scalar_overheads(repeat=7):
     number = 20000
     verb = {"symgrad": lambda: G(3.0), VERB: lambda: F.grad(3.0)}  # the verb read at each call (issue 47)
     times = {c: [] for c in verb}
+    for call in verb.values():  # warm: the interpreter's specialisations settled
+        timeit.timeit(call, number=number)
     for _ in range(repeat):  # alternated, so that both see the same machine
         for c, call in verb.items():
             times[c].append(timeit.timeit(call, number=number) / number)
