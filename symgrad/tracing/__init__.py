@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+import linecache
 import os
 
 from ..errors import ScalarUsedAsArray, TraceError
@@ -43,11 +44,13 @@ def trace(fn, shapes=None, prefix=(), spec=(), consts=None, loop_min=0, dtype="f
 
 
 def _trace(fn, shapes, prefix, spec, consts, loop_min, dtype):
+    given = shapes is not None
     names, shapes = traced_params(fn, shapes, skip=len(prefix))
     n = len(names)
     extra = [name for name, how in spec if how == TRACED]
     names, shapes = names + extra, shapes + [()] * len(extra)
     b = Builder(loop_min, dtype)
+    b.unshaped = {} if given else dict(enumerate(names))  # scalars because shapes= was not given (unshaped.py)
     args, values = [], []
     for k, (name, shape) in enumerate(zip(names, shapes)):
         args.append(Arg(name, shape))
@@ -175,8 +178,9 @@ def _array_hint(error, args):
     tb, site = error.__traceback__, "an unknown place"
     while tb is not None:
         code = tb.tb_frame.f_code
-        if not code.co_filename.startswith(_SYMGRAD):
-            site = f"{code.co_name}() in {code.co_filename}, line {tb.tb_lineno}"
+        if not code.co_filename.startswith(_SYMGRAD) and f"{os.sep}numpy{os.sep}" not in code.co_filename:
+            src = linecache.getline(code.co_filename, tb.tb_lineno).strip()
+            site = f"{code.co_name}() in {code.co_filename}, line {tb.tb_lineno}: `{src}`"
         tb = tb.tb_next
     scalars = [a.name for a in args if a.shape == ()]
     return ScalarUsedAsArray(f"a traced scalar is used as an array ({text}) at {site}: every argument "

@@ -15,13 +15,13 @@ import sys
 import numpy as np
 
 from .. import ops
-from ..errors import TraceError
-from . import linalg, nanfuncs, numpy_fns, registry  # noqa: F401  (they fill registry.TABLE)
+from ..errors import ScalarUsedAsArray, TraceError
+from . import linalg, nanfuncs, numpy_fns, registry, unshaped  # noqa: F401  (they fill registry.TABLE)
 from .lazy import LazyArray, Unrollable
 from .values import Condition, Value, apply, select_max, select_min, user_site
 
 
-from .ufuncs import traced  # noqa: E402
+from .ufuncs import holds_traced, traced  # noqa: E402
 
 
 def _op(original, op):
@@ -221,6 +221,7 @@ STANDINS.update({f: s for f, s in ((_own(builtins, "min"), _minmax(builtins.min,
                                    (_own(builtins, "pow"), _pow), (_own(builtins, "isinstance"), _isinstance))
                  if f is not None})
 STANDINS.update({float: _number(float), int: _number(int), bool: _truth})
+STANDINS.update(unshaped.checked_table())  # reductions of an argument traced as a scalar for want of shapes=
 STANDINS.update(registry.TABLE)
 STANDINS = {id(k): (k, v) for k, v in STANDINS.items()}
 _scipy = []  # scipy.special's stand-ins, added once the user's code has imported it
@@ -244,4 +245,67 @@ def standin(f):
         _scipy.append(special)
         STANDINS.update({id(k): (k, v) for k, v in special.standins().items()})
         hit = STANDINS.get(id(f))
-    return hit[1] if hit is not None and hit[0] is f else None
+    if hit is not None and hit[0] is f:
+        return hit[1]
+    return _untraced(f) if type(f) in _NUMPY_FUNCTIONS else None
+
+
+# -- numpy's functions without a traced form ---------------------------------------------------
+_NUMPY_FUNCTIONS = (type(np.concatenate), type(np.fft.fft), type(np.frompyfunc), type(_scipy_elements))
+# numpy's functions that call the functions they are given: rewrite.py gives them rewritten ones
+_CALLS_BACK = {np.frompyfunc, np.apply_along_axis, np.apply_over_axes, np.fromfunction}
+_GUARDS = {}  # id(numpy function) -> (it, its guard)
+_INSTEAD = {"numpy.fft": "a discrete Fourier transform of n real values is a product with constant matrices: with "
+                         "k = np.arange(n), C = np.cos(2 * np.pi * np.outer(k, k) / n) and S = np.sin(...), "
+                         "np.fft.fft(x) is C @ x - 1j * (S @ x): write its real and imaginary parts so",
+            "numpy.polynomial": "evaluate the polynomial with np.polyval(coefficients, x) or Horner's rule in Python",
+            "numpy.random": "draw the random numbers outside the function and pass them as an argument"}
+
+
+def _untraced(f):
+    """A numpy function symgrad has no stand-in for (np.fft.fft, np.convolve ...), called as it
+    is: numpy's own code on traced values, which works where it is made of ufuncs. Where it
+    fails on traced values, a TraceError at the user's line says so (a forgotten shapes= first)."""
+    hit = _GUARDS.get(id(f))
+    if hit is not None and hit[0] is f:
+        return hit[1]
+    module = getattr(f, "__module__", None)
+    if not isinstance(module, str) or not module.startswith("numpy") or f in _CALLS_BACK or volatile(f) \
+            or not isinstance(getattr(f, "__self__", None), (type(np), type(None))):
+        return None
+    name = f"{module.split('._')[0]}.{getattr(f, '__name__', '?')}"
+    instead = next((t for m, t in _INSTEAD.items() if name.startswith(m + ".")), None)
+
+    @functools.wraps(f)
+    def guard(*a, **kw):
+        try:
+            return f(*a, **kw)
+        except (TypeError, ValueError, IndexError, AttributeError, ArithmeticError, TraceError) as e:
+            given = list(a) + list(kw.values())
+            if isinstance(e, ScalarUsedAsArray) or not holds_traced(given):
+                raise
+            unshaped.check(name, given)  # of an argument traced as a scalar: a forgotten shapes=
+            why = str(e).split(" at ", 1)[0] if isinstance(e, TraceError) else f"{type(e).__name__}: {e}"
+            msg = (f"{name} of traced values at {user_site()}: symgrad has no traced form of it, and numpy's own "
+                   f"code cannot compute it on traced values ({why}), so symgrad cannot differentiate it. Write it "
+                   "with what symgrad traces (numpy's ufuncs, np.sum, np.dot, np.where, np.linalg.solve ...: "
+                   "README, 'What traces')" + (f"; {instead}" if instead else ""))
+            raise _kind(type(e))(msg) from None
+    _GUARDS[id(f)] = (f, guard)
+    return guard
+
+
+_KINDS = {}  # numpy's exception class -> a TraceError that is one too (a caller's `except TypeError` holds)
+
+
+def _kind(cls):
+    k = _KINDS.get(cls)
+    if k is None:
+        try:
+            k = TraceError if issubclass(cls, TraceError) else \
+                type("TraceError", (TraceError, cls), {"__module__": TraceError.__module__,
+                                                       "__reduce__": lambda e: (TraceError, e.args)})  # (pickled: one)
+        except TypeError:  # (an exception class that cannot be a base)
+            k = TraceError
+        _KINDS[cls] = k
+    return k

@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import ops
 from ..errors import TraceError
-from . import lazy, lazy_numpy, registry, values
+from . import lazy, lazy_numpy, registry, unshaped, values
 from .registry import element_of, ufunc_name
 from .values import Condition, TracedArray, Value, apply, builder, keeps_values, user_site, where
 
@@ -148,6 +148,8 @@ def array_ufunc(ufunc, method, inputs, kw):
     if any(isinstance(x, lazy.LazyArray) for x in inputs) or (b is not None and b.loop_min and any(
             isinstance(x, np.ndarray) and x.size >= b.loop_min for x in inputs)):
         return lazy.array_ufunc(ufunc, method, inputs, kw)
+    if ufunc is np.matmul:  # x @ w of an argument traced as a scalar: a forgotten shapes=
+        unshaped.check_matmul(inputs)
     out = _object_out(ufunc, kw.pop("out", None))
     plain = [x.view(np.ndarray) if isinstance(x, TracedArray) else
              as_array(x).view(np.ndarray) if isinstance(x, (Value, Condition)) and method != "__call__" else x

@@ -166,13 +166,11 @@ class Leaving(TraceError):
         self.what = what
 
 
-def _leaves(what):
+def _leaves(what, instead="Keep the value symbolic: use math/numpy functions on it, symgrad.where(cond, a, b) "
+            "for branches, an object array (dtype=object) instead of a float array to store it."):
     def f(self, *a):
-        raise Leaving(
-            f"{what} of a traced value at {user_site()}: the result would be a constant and "
-            "its derivative silently lost. Keep the value symbolic: use math/numpy functions "
-            "on it, symgrad.where(cond, a, b) for branches, an object array (dtype=object) "
-            "instead of a float array to store it.", what)
+        raise Leaving(f"{what} of a traced value at {user_site()}: the result would be a constant and its "
+                      f"derivative silently lost. {instead}", what)
     return f
 
 
@@ -232,6 +230,8 @@ class Value:
     __complex__ = _leaves("complex()")
     __format__ = _leaves("format() / f-string formatting")
     __bool__ = _leaves("truth value (if/while/and/or)")
+    item = tolist = _leaves(".item() / .tolist()", "Use the value itself (`x[0]`, not `x[0].item()`): it is "
+                            "already a number that arithmetic, math and numpy functions take and a function returns.")
 
     def __array_ufunc__(self, ufunc, method, *args, **kw):
         return registry.HOOKS.array_ufunc(ufunc, method, args, kw)

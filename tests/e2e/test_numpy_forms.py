@@ -81,7 +81,7 @@ def _flat(fns, x):
 @pytest.mark.filterwarnings("ignore:Degrees of freedom:RuntimeWarning", "ignore:invalid value:RuntimeWarning")
 def test_scalar_forms_are_numpy_s():
     fns = list(SCALAR.values())
-    F = symgrad.compile(lambda x: _flat(fns, x))
+    F = symgrad.compile(lambda x: _flat(fns, x), shapes=[()])  # a scalar said to be one (else: a forgotten shapes=)
     for v in (0.3, -1.7):
         expected = np.concatenate([np.ravel(np.asarray(f(v), dtype=float)) for f in fns])
         got = F(v)
@@ -101,7 +101,7 @@ def test_scalar_forms_numpy_refuses_are_refused_alike(name):
     with pytest.raises(error):
         fn(0.3)
     with pytest.raises(error):
-        symgrad.compile(fn).program
+        symgrad.compile(fn, shapes=[()]).program
 
 
 # -- empty reductions: numpy's identity, or numpy's error -------------------------------------------
