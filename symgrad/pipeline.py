@@ -7,7 +7,8 @@ from __future__ import annotations
 import math
 
 from . import calling
-from .source import C_COMPILE_BASE, RATES, stage
+from . import estimate
+from .source import stage
 
 
 def derived(fn, steps=None):
@@ -45,17 +46,54 @@ def _step(fn, prog, kind, nums, before):
             # of the trace unrolled (F.hvp by an array the loops read) must not get the loops'
             return fn._effective().derived(before + ((SHARED, nums),),
                                       lambda: derive.grad(prog, nums, with_value=True))
-    with stage(fn.c_name, "differentiate", expect=expect(fn, "differentiate")):
+    with stage(fn.c_name, "differentiate", expect=expect(fn, "differentiate", prog, kind)):
         return kind_of(kind).build(prog, nums, Context)
 
 
-def expect(fn, what):
-    """(operations, seconds) expected of a stage: the traced program's size, about doubled by
-    each derivative taken, at that stage's rate (for the progress lines only)."""
+def expect(fn, what, prog, kind_name=None):
+    """(operations, seconds[, a note]) expected of symgrad's stage ``what`` given program ``prog``
+    (estimate.py), for the progress lines only."""
     def guess():
-        ops = fn.traced.count_ops() * 2.2 ** len(fn._steps)
-        return int(ops), RATES[what] * ops
+        ops = prog.count_ops()
+        seconds = estimate.stage_seconds(what, ops, kind_name or (fn._steps[-1][0] if fn._steps else None))
+        return ops, seconds, hvp_route(fn, seconds)
     return guess
+
+
+def expect_compile(fns, kernels):
+    """(operations, seconds[, a note]) expected of the C compile of ``kernels`` into one library."""
+    def guess():
+        seconds = estimate.compile_seconds(kernels)
+        return sum(k.ops for k in kernels), seconds, next((n for f in fns if (n := hvp_route(f, seconds))), "")
+    return guess
+
+
+HVP_ROUTE_SECONDS = 10.0  # a dense Hessian's stage expected to take this long suggests the hvp route
+
+
+def hvp_route(fn, seconds):
+    """Where Function ``fn`` is the dense Hessian of a function of one array argument of p >= 4
+    entries and one of its stages is expected to take ``seconds`` >= HVP_ROUTE_SECONDS: the one
+    batched Hessian-vector product call that builds the same matrix (p tangents, the rows of
+    the identity, each with the argument broadcast; kinds.py's hvp: by every argument), else ""."""
+    from .transforms.kinds import KINDS, kind as kind_of
+    if seconds < HVP_ROUTE_SECONDS or len(fn._steps) != 1 or len(fn.args) != 1:
+        return ""
+    name, nums = fn._steps[0]
+    (arg, shape), = fn.args
+    p = math.prod(shape)
+    if not kind_of(name).symmetric or tuple(nums) != (0,) or p < 4:
+        return ""
+    hvp = next(n for n, k in KINDS.items() if k.tangents)
+    dims = ", ".join(map(str, shape))
+    if len(shape) == 1:
+        call = f"F.{hvp}(np.broadcast_to({arg}, ({p}, {p})), np.eye({p}))"
+    else:
+        call = (f"F.{hvp}(np.broadcast_to({arg}, ({p}, {dims})), np.eye({p}).reshape({p}, {dims}))"
+                f".reshape({dims}, {dims})")
+    return (f"this dense Hessian of {p} parameters is also one batched Hessian-vector product, whose compile grows "
+            f"as the function's, not as the Hessian's {p * p} entries: H = {call} (F: the compiled "
+            f"{fn.py_name}, {arg}: the point)")
 
 
 def optimized(fn):
@@ -72,7 +110,7 @@ def optimized(fn):
     if [o.shape for o in prog.outputs] != shapes:
         raise CompileError(f"{fn.c_name}: results of shapes {[o.shape for o in prog.outputs]}"
                            f", expected {shapes} (a bug in symgrad)")
-    with stage(fn.c_name, "optimize", lambda: f" ({prog.count_ops()} operations)", expect(fn, "optimize")):
+    with stage(fn.c_name, "optimize", lambda: f" ({prog.count_ops()} operations)", expect(fn, "optimize", prog)):
         return optimize(prog, fn.options)
 
 
@@ -81,7 +119,7 @@ def kernel(fn):
     from .build import vector_bits
     from .render import pick, render
     prog = fn.optimized()
-    with stage(fn.c_name, "generate C", expect=expect(fn, "generate C")):
+    with stage(fn.c_name, "generate C", expect=expect(fn, "generate C", prog)):
         target = pick("cpu", fn.dtype, fn.options)
         if fn.loops:
             from .render.loops import render_loops
@@ -108,8 +146,7 @@ def library(fn):
         lib = None
     if lib is None:
         k = f.kernel
-        with stage(f.c_name, "C compile", lambda: f" ({k.ops} operations)",
-                   lambda: (k.ops, C_COMPILE_BASE + RATES["C compile"] * k.ops)):
+        with stage(f.c_name, "C compile", lambda: f" ({k.ops} operations)", expect_compile([fn], [k])):
             lib = build.build_kernel(key, k, meta)
     data = fn.traced.data
     if fn._sparse_kind and fn.traced.has_loops:  # with the pattern's index arrays (transforms/sparsity_loops.py)
@@ -136,12 +173,12 @@ def build_together(fns):
             group, apart = (k.cflags, f.key if f.loops else None), 0
             while any(other.name == k.name for _, other, _, _ in groups.get((group, apart), ())):
                 apart += 1
-            groups.setdefault((group, apart), []).append((f.key, k, f._meta(), f.name))
+            groups.setdefault((group, apart), []).append((f.key, k, f._meta(), f))
 
     def compile_group(group):
         ops = sum(k.ops for _, k, _, _ in group)
-        with stage(group[0][3], "C compile", lambda: f" ({len(group)} kernels, {ops} operations)",
-                   lambda: (ops, C_COMPILE_BASE + RATES["C compile"] * ops)):
+        with stage(group[0][3].name, "C compile", lambda: f" ({len(group)} kernels, {ops} operations)",
+                   expect_compile([f for _, _, _, f in group], [k for _, k, _, _ in group])):
             build.build_many([(key, k, meta) for key, k, meta, _ in group])
     if len(groups) > 1:
         from concurrent.futures import ThreadPoolExecutor

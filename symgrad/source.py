@@ -10,7 +10,7 @@ import time
 import weakref
 from contextlib import contextmanager, nullcontext
 
-from . import forksafe
+from . import forksafe, ticker
 
 
 def progress():
@@ -40,22 +40,39 @@ def quiet(value):
 PROGRESS_SECONDS = None if quiet(os.environ.get("SYMGRAD_QUIET")) else 2.0
 
 
+# Set to a list, it gets (function, stage, expected seconds or None, seconds taken) of every
+# stage, the estimate made even where the lines are silenced (examples/progress_estimates.py).
+RECORDS = None
+
+
 @contextmanager
 def stage(function, what, detail=lambda: "", expect=None):
     """Time one pipeline stage; report it if it was slow, and at its start too if ``expect``
-    (a callable: (operations, estimated seconds)) says it will be. The stages of symgrad's
-    own Python work (PAUSES_GC) run with the cyclic garbage collector paused (paused_gc)."""
-    if PROGRESS_SECONDS is not None and expect is not None:
-        ops, seconds = expect()
-        if seconds >= PROGRESS_SECONDS:
-            progress().warning("symgrad: %s: %s of about %d operations, expected about %.0f s", function, what,
-                             ops, max(seconds, 1.0))
+    (a callable: (operations, estimated seconds[, a note])) says it will be. While it runs, a
+    line every ticker.PERIOD seconds says it still does. The stages of symgrad's own Python
+    work (PAUSES_GC) run with the cyclic garbage collector paused (paused_gc)."""
+    talk, records, seconds = PROGRESS_SECONDS is not None, RECORDS, None
+    if expect is not None and (talk or records is not None):
+        ops, seconds, *note = expect()
+        if talk and seconds >= PROGRESS_SECONDS:
+            progress().warning("symgrad: %s: %s of about %d operations, expected about %s%s", function, what,
+                               ops, _seconds(seconds), "".join(f"; {n}" for n in note if n))
+    expected = "" if seconds is None else f", expected about {_seconds(seconds)}"
+
+    def say(elapsed):
+        progress().warning("symgrad: %s: %s still running after %.0f s%s", function, what, elapsed, expected)
     t = time.perf_counter()
-    with paused_gc() if what in PAUSES_GC else nullcontext():
+    with paused_gc() if what in PAUSES_GC else nullcontext(), ticker.every(say) if talk else nullcontext():
         yield
     dt = time.perf_counter() - t
-    if PROGRESS_SECONDS is not None and dt >= PROGRESS_SECONDS:
+    if talk and dt >= PROGRESS_SECONDS:
         progress().warning("symgrad: %s: %s took %.1f s%s", function, what, dt, detail())
+    if records is not None:
+        records.append((function, what, seconds, dt))
+
+
+def _seconds(s):
+    return f"{s:.1f} s" if s < 9.95 else f"{s:.0f} s"
 
 
 # The stages that run only symgrad's code, allocating much and briefly: not the trace (the
@@ -102,14 +119,6 @@ def _gc_after_fork_in_child():
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_gc_after_fork_in_child)
-
-
-# Seconds per operation of each stage, measured on loop-style programs (examples/scaling.py,
-# 2 cores, gcc 12): only for the estimates of the progress lines. A C compile costs
-# C_COMPILE_BASE seconds more (cffi and Python.h).
-RATES = {"differentiate": 5e-5, "optimize": 3e-5, "generate C": 4e-5,
-         "C compile": 1e-4}
-C_COMPILE_BASE = 0.4
 
 
 class Source:
