@@ -90,7 +90,8 @@ class Program:
                 name = self.args[n[2]].name if n[1] == "a" else f"data{n[2]}"
                 lines.append(f"    t{i} = {name}[{index_text(n[3])}]")
             elif n[0] == "sum":
-                lines.append(f"    t{i} = sum {ref(n[1])} over {', '.join(f'i{v}<{e}' for v, e in n[2])}")
+                lines.append(f"    t{i} = sum {ref(n[1])} over {', '.join(f'i{v}<{e}' for v, e in n[2])}"
+                             + (" in numpy's order (blocks of {}, runs of {})".format(*n[3]) if len(n) > 3 else ""))
             elif n[0] not in ("const", "arg"):
                 lines.append(f"    t{i} = {n[0]} {' '.join(ref(j) for j in n[1:])}")
         for o in self.outputs:

@@ -384,7 +384,7 @@ class Graph:
             n = old[i]
             op = n[0]
             if op == "sum":
-                n = ("sum", new[n[1]], n[2])
+                n = ("sum", new[n[1]], *n[2:])  # (its order: numpy's, tracing/lazy_sum.py)
             elif len(n) == 3 and op not in LEAVES:  # (most nodes: binary)
                 n = (op, new[n[1]], new[n[2]])
             elif op not in LEAVES:

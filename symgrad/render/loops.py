@@ -3,7 +3,8 @@ and scatter results: program.py), printed from the IR through the op table (c.Pr
 
 Per point: the straight-line code of what does not vary with any loop, each group of sums
 over the same loops computed by one loop (all their accumulators, and the scatters of a
-gradient by an argument the loops read) as soon as what it reads is known, then map results
+gradient by an argument the loops read; sums in numpy's order by a loop of their own that
+adds as numpy does, pairwise.py) as soon as what it reads is known, then map results
 and the parts of joined results by loops over their entries. The innermost loop runs in
 SIMD blocks of W lanes with an accumulator per lane; the outermost loop is cut into CHUNKS
 fixed pieces, summed in order afterwards, so a result never depends on the thread count (a
@@ -17,6 +18,7 @@ from ..errors import CompileError
 from ..ir.graph import LEAVES, Graph, number
 from ..ir.ops import LIBRARY
 from .c import Printer, _integer_power
+from . import pairwise
 from .indices import index_c, innermost, lanes_apart
 from .schedule import cname
 from .target import Kernel
@@ -62,8 +64,9 @@ class _Group:
     """The loops over one set of index variables and what they compute: sums (accumulators),
     scatter terms (output, coef, weight, index) or map results."""
 
-    def __init__(self, n, loops):
+    def __init__(self, n, loops, order=None):
         self.n, self.loops, self.sums, self.maps, self.stores = n, loops, [], [], []  # stores: (result, weight, index)
+        self.order = order  # (block, run): sums in numpy's order only (pairwise.py); None: any order
         self.buffers, self.scatter = [], []  # (result, coef) of each buffer; (buffer, weight, index)
         self.reads = set()  # the top-level nodes and sums its bodies read
 
@@ -88,18 +91,19 @@ class _Emit:
         self.res_c = [cname(o.name, taken) for o in prog.outputs]
         self.groups, by_var = {}, {}
 
-        def group(loops):
-            grp = self.groups.get(loops)
+        def group(loops, order=None):  # (sums in numpy's order: a loop of their own over the same variables)
+            key = loops if order is None else ("numpy", loops, order)
+            grp = self.groups.get(key)
             if grp is None:
-                grp = self.groups[loops] = _Group(len(self.groups), loops)
+                grp = self.groups[key] = _Group(len(self.groups), loops, order)
                 for v, _ in loops:
-                    if v in by_var:
+                    if v in by_var and by_var[v].loops != loops:
                         raise CompileError(f"{name}: loop variable {v} bound twice (a bug in symgrad)")
                     by_var[v] = grp
             return grp
         for i, n in enumerate(nodes):
             if n[0] == "sum":
-                group(n[2]).sums.append(i)
+                group(*n[2:]).sums.append(i)
         for r, o in enumerate(prog.outputs):
             if o.loops:
                 group(o.loops).maps.append(r)
@@ -108,6 +112,10 @@ class _Emit:
                     group(loops).stores.append((r, w, index))
                 elif loops:
                     group(loops).add_scatter(r, c, w, index)
+        for g in [g for g in self.groups.values() if g.order]:  # other sums over its loops: in its loop (any order)
+            free = self.groups.get(g.loops)
+            if free is not None and not (free.maps or free.stores or free.scatter):
+                g.sums, free.sums = g.sums + free.sums, []
         self.by_var = by_var
         # where each node is computed (None: the top level) and who uses it there
         self.home = [self._home(i) for i in range(len(nodes))]
@@ -285,7 +293,7 @@ def render_loops(prog, name, target, options, title=None) -> Kernel:
             visit(g)
     for x in order:
         if isinstance(x, _Group):
-            lines += _sum_loop(em, x, ind)
+            lines += pairwise.ordered_loop(em, x, ind, _parallel) if x.order else _sum_loop(em, x, ind)
         elif nodes[x][0] != "sum":
             lines.append(em.define(x, ind))
     frees = []

@@ -7,8 +7,10 @@ an index variable (int) or a gather ``("g", data, index)`` of an integer data ar
 indexing with constant index arrays). Large arguments and large closed-over numeric arrays
 (data, read by pointer in the kernel) are the sources; ufuncs, broadcasting, slicing,
 indexing, transposes, ``sum``/``mean``/``dot``/``@``/``where`` build on them; a full
-reduction over loop variables is one ``("sum", body, vars)`` node. Anything else raises
-Unrollable, and the function is traced again with every array unrolled (trace())."""
+reduction over loop variables is one ``("sum", body, vars[, order])`` node (lazy_sum.py).
+Anything else raises Unrollable, and the function is traced again with every array
+unrolled (trace()). Each array knows the strides numpy would give it, which decide the
+order numpy adds its entries in (sumorder.py)."""
 from __future__ import annotations
 
 import math
@@ -17,7 +19,7 @@ import operator
 import numpy as np
 
 from ..errors import TraceError
-from . import registry, values
+from . import registry, sumorder, values
 from .affine import add, const, flat as _flat, gather, index_vars, scale, var  # noqa: F401  (lazy.const ...)
 from .values import Condition, Value, builder, user_site
 
@@ -38,8 +40,10 @@ class LazyArray:
     __array_priority__ = 1000
     parts = None  # of arrays joined along an axis (pieces.Joined), which runs ops part by part
 
-    def __init__(self, b, shape, at, source=None):
+    def __init__(self, b, shape, at, source=None, strides=None):
         self.b, self.shape = b, tuple(int(n) for n in shape)
+        # the layout numpy would give this array (bytes of float64s): the order of its sums
+        self.strides = sumorder.c_strides(self.shape) if strides is None else tuple(strides)
         memo = {}
 
         def once(idx):  # each entry traced once, however many paths reach it (x = x - f(x) ...)
@@ -185,7 +189,7 @@ def data(b, arr):
 
     def at(idx):
         return read(b, "d", d, _flat(idx, shape))
-    return LazyArray(b, shape, at, ("d", d))
+    return LazyArray(b, shape, at, ("d", d), [s // arr.itemsize * 8 for s in arr.strides])
 
 
 def read(b, kind, source, index):
@@ -226,7 +230,7 @@ def wrap(b, x):
                 if any(i[1] for i in idx):
                     raise Unrollable(f"a small array of traced values indexed along a large axis at {user_site()}")
                 return arr[tuple(i[0] for i in idx)]
-            return LazyArray(b, x.shape, at)
+            return LazyArray(b, x.shape, at, strides=x.strides)
         if x.dtype.kind not in "biuf":
             raise Unrollable(f"an array of {x.dtype} beside a large array at {user_site()}")
         return data(b, x)
@@ -255,7 +259,10 @@ def elementwise(fn, xs, name=""):
         if isinstance(x, LazyArray) and x.parts:
             return x.split(fn, xs, shape, name)
     gets = [_broadcast(x, shape) for x in xs]
-    return LazyArray(b, shape, lambda idx: fn(*[g(idx) for g in gets]))
+    lead = [len(shape) - x.ndim if isinstance(x, LazyArray) else 0 for x in xs]
+    strides = sumorder.allocate(shape, [[0 if k < n or x.shape[k - n] == 1 else x.strides[k - n]  # numpy's K order
+                                         for k in range(len(shape))] for x, n in zip(xs, lead) if isinstance(x, LazyArray)])
+    return LazyArray(b, shape, lambda idx: fn(*[g(idx) for g in gets]), strides=strides)
 
 
 def array_ufunc(ufunc, method, inputs, kw):
@@ -286,7 +293,8 @@ def _transpose(x, axes):
     if x.parts:
         return x.transposed(axes)
     inverse = [axes.index(k) for k in range(x.ndim)]
-    return LazyArray(x.b, [x.shape[a] for a in axes], lambda idx: x.at(tuple(idx[inverse[k]] for k in range(x.ndim))))
+    return LazyArray(x.b, [x.shape[a] for a in axes], lambda idx: x.at(tuple(idx[inverse[k]] for k in range(x.ndim))),
+                     strides=[x.strides[a] for a in axes])
 
 
 def _reshape(x, shape, order):
@@ -311,7 +319,8 @@ def _reshape(x, shape, order):
         def at(idx):
             it = iter(idx[k] for k in keep)
             return x.at(tuple(zero if n == 1 else next(it) for n in x.shape))
-        return LazyArray(x.b, shape, at)
+        old = iter(st for st, n in zip(x.strides, x.shape) if n != 1)
+        return LazyArray(x.b, shape, at, strides=[0 if n == 1 else next(old) for n in shape])
     raise Unrollable(f"a reshape of a computed large array at {user_site()}")
 
 
@@ -402,7 +411,11 @@ def _index(x, index):
         return x.at(tuple(src))
     if not out_shape:
         return at(())
-    return LazyArray(b, out_shape, at)
+    strides = None if fancy else [0] * len(out_shape)  # a view's (fancy indexing: a new array, C order)
+    for step in plan if strides else ():
+        if step[0] == "slice":
+            strides[step[4]] = x.strides[step[1]] * step[3]
+    return LazyArray(b, out_shape, at, strides=strides)
 
 
 # -- reductions --------------------------------------------------------------------------------
@@ -419,82 +432,12 @@ def _axes(axis, ndim):
     return tuple(sorted(set(out)))
 
 
-def _sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue, where=True):
-    if out is not None or where is not True:
-        raise Unrollable(f"numpy.sum(..., out=/where=) of a large array at {user_site()}")
-    b = builder() or getattr(a, "b", None)
-    x = wrap(b, a)
-    if not isinstance(x, LazyArray):
-        return x
-    axes = _axes(axis, x.ndim)
-    if x.parts:
-        return x.total(axes, keepdims, initial)
-    keep = [k for k in range(x.ndim) if k not in axes]
-    looped = [k for k in axes if x.shape[k] > UNROLL]
-    if math.prod(x.shape[k] for k in looped) < b.loop_min:
-        looped = []  # a small sum: term by term, as traced unrolled
-    unrolled = [k for k in axes if k not in looped]
-
-    def total(outer):
-        src = [None] * x.ndim
-        for k, i in zip(keep, outer):
-            src[k] = i
-        if any(index_vars(i) for i in outer) and looped:
-            raise Unrollable(f"a sum over a large axis inside another loop at {user_site()}")
-        vs = [(b.new_var(), x.shape[k]) for k in looped]
-        for k, (v, _) in zip(looped, vs):
-            src[k] = var(v)
-        body = 0.0
-        for flat in np.ndindex(*[x.shape[k] for k in unrolled]):
-            for k, c in zip(unrolled, flat):
-                src[k] = const(c)
-            e = x.at(tuple(src))
-            body = e if isinstance(body, float) and body == 0.0 and not isinstance(e, float) else body + e
-        if not vs:
-            return body
-        if any(n == 0 for _, n in vs):
-            return 0.0
-        if not isinstance(body, (Value, Condition)):
-            return body * math.prod(n for _, n in vs)
-        if isinstance(body, Condition):
-            body = body.number()
-        return Value(b, b.node("sum", body.i, tuple(vs)))
-    res = total(()) if not keep else None
-    if initial is not np._NoValue:
-        res = None
-    if res is not None and not keepdims:
-        return res
-    shape = [x.shape[k] for k in keep]
-
-    def at(idx):
-        r = total(idx)
-        return r if initial is np._NoValue else r + initial
-    lazy = LazyArray(b, shape, at)
-    if keepdims:
-        return _reshape_keep(lazy, x.shape, axes)
-    return lazy if shape else at(())
-
-
-def _reshape_keep(x, full, axes):
-    shape = [1 if k in axes else n for k, n in enumerate(full)]
-    keep = [k for k in range(len(full)) if k not in axes]
-    return LazyArray(x.b, shape, lambda idx: x.at(tuple(idx[k] for k in keep)))
+def _sum(a, axis=None, **kw):
+    return registry.HOOKS.lazy_sum(a, axis, **kw)  # lazy_sum.py
 
 
 def _matmul(a, c):
-    b = builder()
-    a, c = wrap(b, a), wrap(b, c)
-    if not all(isinstance(z, LazyArray) for z in (a, c)):
-        raise ValueError("matmul: input operand does not have enough dimensions")
-    if a.ndim == 1 and c.ndim == 1:
-        return _sum(a * c)
-    if a.ndim == 2 and c.ndim == 1:
-        return _sum(a * c[None, :], axis=1)
-    if a.ndim == 1 and c.ndim == 2:
-        return _sum(a[:, None] * c, axis=0)
-    if a.ndim == 2 and c.ndim == 2:
-        return _sum(a[:, :, None] * c[None, :, :], axis=1)
-    raise Unrollable(f"a matrix product of {a.ndim}- and {c.ndim}-dimensional arrays at {user_site()}")
+    return registry.HOOKS.lazy_matmul(a, c)
 
 
 FUNCTIONS = registry.LAZY  # numpy function -> its form on large arrays (lazy_numpy.py fills it)

@@ -7,7 +7,8 @@ import math
 import numpy as np
 
 from . import registry
-from .lazy import LazyArray, Unrollable, _axes, _index, _matmul, _reshape, _sum, _transpose, elementwise, wrap
+from .lazy import LazyArray, Unrollable, _axes, _index, _reshape, _transpose, elementwise, wrap
+from .lazy_sum import _matmul, _sum
 from .values import Value, builder, user_site, where
 
 

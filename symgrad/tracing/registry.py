@@ -23,6 +23,7 @@ HOOKS = types.SimpleNamespace(
     elementwise=None,  # ufuncs.elementwise: values.where over arrays (ufuncs imports values)
     intercept=None,  # rewrite.intercept: numpy_fns' np.piecewise traces the user's functions (rewrite imports numpy_fns)
     scipy_elements=None,  # standins: special.ufunc_elements, importing special.py (imports ufuncs) only when asked
+    lazy_sum=None, lazy_matmul=None,  # lazy_sum.py's sums and matrix products of lazy.py's arrays (it imports lazy)
 )
 
 

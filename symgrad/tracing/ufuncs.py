@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import ops
 from ..errors import TraceError
-from . import lazy, lazy_numpy, registry, unshaped, values
+from . import lazy, lazy_numpy, registry, sumorder, unshaped, values
 from .registry import element_of, ufunc_name
 from .values import Condition, TracedArray, Value, apply, builder, keeps_values, user_site, where
 
@@ -202,6 +202,11 @@ def _reduce(ufunc, arr, axis=0, dtype=None, keepdims=False, initial=np._NoValue,
             ufunc.reduce(np.zeros(arr.shape), axis=tuple(axes))  # numpy's error ("... has no identity")
         start = np.float64(start) if type(start) is int else start  # numpy's 0.0 of a float array (0.0 / 0: nan)
         res = np.full([n for k, n in enumerate(arr.shape) if k not in axes], start, dtype=object)
+        todo, initial = [], np._NoValue
+    if todo and ufunc in (umath.add, umath.multiply) and not any(isinstance(v, Condition) for v in arr.flat):
+        # in the order numpy adds (multiplies) float64s: sumorder.py
+        start = initial if initial is not np._NoValue else 0.0 if ufunc is umath.add else None
+        res = sumorder.reduce_entries(arr, set(todo), element_of(ufunc), ufunc is umath.add, start)
         todo, initial = [], np._NoValue
     for a in todo:
         res = pyfunc.reduce(res, axis=a)

@@ -1,0 +1,125 @@
+"""Sums of arrays kept as loops (lazy.py): ``np.sum``, ``.sum()``, ``np.add.reduce`` and through
+them ``mean``, ``var``, ``std``, ``linalg.norm``; and matrix products (``dot``, ``@``).
+
+A reduction adds in the order numpy's float64 ``add.reduce`` does (sumorder.py), worked out
+from the memory layout numpy would give the array (LazyArray.strides): a small one term by
+term (each run pairwise), a large one as a ``("sum", body, loops, (block, run))`` node whose
+loops visit the entries in numpy's order, rendered so (render/pairwise.py). Matrix products
+are BLAS's in numpy, in no order modelled: their sums are plain ``("sum", body, loops)``
+nodes, free to add in any order (as are the sums derivatives build)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import registry, sumorder
+from .lazy import UNROLL, LazyArray, Unrollable, _axes, const, index_vars, var, wrap
+from .values import Condition, Value, builder, user_site
+
+
+def _sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue, where=True, numpy_order=True):
+    if out is not None or where is not True:
+        raise Unrollable(f"numpy.sum(..., out=/where=) of a large array at {user_site()}")
+    b = builder() or getattr(a, "b", None)
+    x = wrap(b, a)
+    if not isinstance(x, LazyArray):
+        return x
+    axes = _axes(axis, x.ndim)
+    if x.parts:
+        return x.total(axes, keepdims, initial)
+    keep = [k for k in range(x.ndim) if k not in axes]
+    if numpy_order:
+        order, block, run = sumorder.reduction(x.shape, x.strides, axes, np.getbufsize())
+        looped = order if math.prod(x.shape[k] for k in axes) >= b.loop_min else []
+        terms = [k for k in order if k not in looped]
+    else:  # (BLAS's order): large axes looped, small ones term by term in the body
+        order, block, run = [k for k in axes if x.shape[k] != 1], None, None
+        looped = [k for k in order if x.shape[k] > UNROLL]
+        if math.prod(x.shape[k] for k in looped) < b.loop_min:
+            looped = []  # a small sum: term by term, as traced unrolled
+        terms = [k for k in order if k not in looped]
+    start = 0.0 if initial is np._NoValue or looped or not numpy_order else initial
+
+    def total(outer):
+        src = [const(0)] * x.ndim  # (reduced axes of extent 1)
+        for k, i in zip(keep, outer):
+            src[k] = i
+        if any(index_vars(i) for i in outer) and looped:
+            raise Unrollable(f"a sum over a large axis inside another loop at {user_site()}")
+        vs = [(b.new_var(), x.shape[k]) for k in looped]
+        for k, (v, _) in zip(looped, vs):
+            src[k] = var(v)
+        entries = []
+        for flat in np.ndindex(*[x.shape[k] for k in terms]):
+            for k, c in zip(terms, flat):
+                src[k] = const(c)
+            entries.append(x.at(tuple(src)))
+        if not entries or any(e == 0 for _, e in vs):
+            return start
+        if not numpy_order:
+            body = entries[0]
+            for e in entries[1:]:
+                body = body + e
+            if not vs:
+                return body
+        elif not vs:
+            entries = [e.number() if isinstance(e, Condition) else e for e in entries]
+            return sumorder.numpy_sum(sumorder.runs(entries, block, run), _add, start)
+        else:
+            body = entries[0]
+        if not isinstance(body, (Value, Condition)):  # a number at every point
+            n = math.prod(e for _, e in vs)
+            return sumorder.constant_sum(body, n, block, run) if numpy_order else body * n
+        if isinstance(body, Condition):
+            body = body.number()
+        if not numpy_order:
+            return Value(b, b.node("sum", body.i, tuple(vs)))
+        return Value(b, b.node("sum", body.i, tuple(vs), (block, run)))
+    res = total(()) if not keep else None
+    if initial is not np._NoValue and start is not initial:
+        res = None
+    if res is not None and not keepdims:
+        return res
+    shape = [x.shape[k] for k in keep]
+    strides = sumorder.allocate(x.shape, [x.strides], set(axes))  # numpy's result: in the input's order
+
+    def at(idx):
+        r = total(idx)
+        return r if initial is np._NoValue or start is initial else r + initial
+    lazy = LazyArray(b, shape, at, strides=[strides[k] for k in keep])
+    if keepdims:
+        return _reshape_keep(lazy, x.shape, axes)
+    return lazy if shape else at(())
+
+
+def _add(p, q):
+    return p + q
+
+
+def _reshape_keep(x, full, axes):
+    shape = [1 if k in axes else n for k, n in enumerate(full)]
+    keep = [k for k in range(len(full)) if k not in axes]
+    strides = [0] * len(full)
+    for k, s in zip(keep, x.strides):
+        strides[k] = s
+    return LazyArray(x.b, shape, lambda idx: x.at(tuple(idx[k] for k in keep)), strides=strides)
+
+
+def _matmul(a, c):
+    b = builder()
+    a, c = wrap(b, a), wrap(b, c)
+    if not all(isinstance(z, LazyArray) for z in (a, c)):
+        raise ValueError("matmul: input operand does not have enough dimensions")
+    if a.ndim == 1 and c.ndim == 1:
+        return _sum(a * c, numpy_order=False)
+    if a.ndim == 2 and c.ndim == 1:
+        return _sum(a * c[None, :], axis=1, numpy_order=False)
+    if a.ndim == 1 and c.ndim == 2:
+        return _sum(a[:, None] * c, axis=0, numpy_order=False)
+    if a.ndim == 2 and c.ndim == 2:
+        return _sum(a[:, :, None] * c[None, :, :], axis=1, numpy_order=False)
+    raise Unrollable(f"a matrix product of {a.ndim}- and {c.ndim}-dimensional arrays at {user_site()}")
+
+
+registry.HOOKS.lazy_sum, registry.HOOKS.lazy_matmul = _sum, _matmul
