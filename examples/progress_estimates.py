@@ -180,8 +180,9 @@ def main():
             ok_all.setdefault(group, []).append(ok)
             cells = "".join(f"{_cell(stages.get(s)):>15}" for s in STAGES)
             other = stages.get("other", (None, 0.0))[1]
-            print(f"{label + suffix:<34}{load:>5.1f}{cells}{other:>7.2f}{f'{pe:.2f}/{me:.2f}':>15}"
-                  f"{pe / me if me else float('nan'):>7.2f}{'' if ok else '  NOT within 2x'}", flush=True)
+            ratio = f"{pe / me:.2f}" if me else "-"
+            print(f"{label + suffix:<34}{load:>5.1f}{cells}{other:>7.2f}{f'{pe:.2f}/{me:.2f}':>15}{ratio:>7}"
+                  f"{'' if me else '  (nothing compiled)'}{'' if ok else '  NOT within 2x'}", flush=True)
             dump.append({"case": label + suffix, "group": group, "load": load,
                          "stages": {s: list(v) for s, v in stages.items()}})
     if a.json:

@@ -56,7 +56,7 @@ def expect(fn, what, prog, kind_name=None):
     def guess():
         ops = prog.count_ops()
         seconds = estimate.stage_seconds(what, ops, kind_name or (fn._steps[-1][0] if fn._steps else None))
-        return ops, seconds, hvp_route(fn, seconds)
+        return ops, seconds, _once(fn, hvp_route(fn, seconds))
     return guess
 
 
@@ -64,11 +64,21 @@ def expect_compile(fns, kernels):
     """(operations, seconds[, a note]) expected of the C compile of ``kernels`` into one library."""
     def guess():
         seconds = estimate.compile_seconds(kernels)
-        return sum(k.ops for k in kernels), seconds, next((n for f in fns if (n := hvp_route(f, seconds))), "")
+        notes = (_once(f, n) for f in fns if (n := hvp_route(f, seconds)))
+        return sum(k.ops for k in kernels), seconds, next(notes, "")
     return guess
 
 
 HVP_ROUTE_SECONDS = 10.0  # a dense Hessian's stage expected to take this long suggests the hvp route
+_told = set()  # the keys of the Hessians whose progress line suggested it
+
+
+def _once(fn, note):
+    """``note`` the first time it is said of ``fn``'s kernel, then "" (its later stages' lines)."""
+    if not note or fn.key in _told:
+        return ""
+    _told.add(fn.key)
+    return note
 
 
 def hvp_route(fn, seconds):
