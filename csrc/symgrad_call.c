@@ -563,9 +563,31 @@ static PyObject *fast_call(Kernel *k, PyObject *const *argv, Py_ssize_t nargs, P
 typedef struct {
     PyObject_HEAD
     PyObject *fast;                /* a Kernel, once the Function's calls may take the fast path */
+    PyObject *verbs[16];           /* the verbs made so far, by Verb.slot (Verb) */
 } Callable;
+#define VERB_SLOTS 16
 
 static PyObject *str_call, *str_out;
+
+static PyObject *callable_call(Callable *self, PyObject *args, PyObject *kw);
+
+/* A call of Function ``self`` with positional ``args`` alone: in C where its kernel takes them
+ * as they are, else as any call (tp_call: the Python path). */
+static PyObject *callable_positional(Callable *self, PyObject *const *args, Py_ssize_t n) {
+    PyObject *fast = self->fast;
+    if (fast != NULL && Py_TYPE(fast) == &KernelType) {
+        Py_INCREF(fast);           /* a call from another thread may replace it */
+        PyObject *r = fast_call((Kernel *)fast, args, n, NULL);
+        Py_DECREF(fast);
+        if (r != NOT_HANDLED) return r;
+    }
+    PyObject *tuple = PyTuple_New(n);
+    if (tuple == NULL) return NULL;
+    for (Py_ssize_t k = 0; k < n; ++k) { Py_INCREF(args[k]); PyTuple_SET_ITEM(tuple, k, args[k]); }
+    PyObject *r = Py_TYPE(self)->tp_call((PyObject *)self, tuple, NULL);
+    Py_DECREF(tuple);
+    return r;
+}
 
 static PyObject *callable_call(Callable *self, PyObject *args, PyObject *kw) {
     PyObject *fast = self->fast;
@@ -595,11 +617,13 @@ static PyObject *callable_call(Callable *self, PyObject *args, PyObject *kw) {
 
 static int callable_traverse(Callable *self, visitproc visit, void *arg) {
     Py_VISIT(self->fast);  /* not the type: a heap subclass's traverse visits it already */
+    for (int k = 0; k < VERB_SLOTS; ++k) Py_VISIT(self->verbs[k]);
     return 0;
 }
 
 static int callable_clear(Callable *self) {
     Py_CLEAR(self->fast);
+    for (int k = 0; k < VERB_SLOTS; ++k) Py_CLEAR(self->verbs[k]);
     return 0;
 }
 
@@ -629,6 +653,100 @@ static PyTypeObject CallableType = {
     .tp_new = PyType_GenericNew,
 };
 
+/* ---- Verb: F.grad, F.hessian, ... (symgrad/verbs.py) -------------------------------------
+ * A method descriptor (Py_TPFLAGS_METHOD_DESCRIPTOR): read from a Function it is the verb's
+ * Function, made once by F._derive(name, None) and kept in F's verbs; called as a method,
+ * F.grad(x) calls that Function with x. Python's method-call path then finds it in the type as
+ * it finds a method, with no instance dictionary lookup: F.grad(x) costs what G(x) costs with
+ * G = F.grad. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *name;                /* the kind's name */
+    PyObject *doc;
+    vectorcallfunc vectorcall;
+    int slot;                      /* where a Function keeps this verb's Function (Callable.verbs) */
+} Verb;
+
+static PyObject *str_derive;
+static int verbs_made = 0;
+
+static PyObject *verb_get(Verb *v, PyObject *obj, PyObject *type) {
+    if (obj == NULL || obj == Py_None) { Py_INCREF(v); return (PyObject *)v; }
+    if (!PyObject_TypeCheck(obj, &CallableType)) {
+        PyErr_Format(PyExc_TypeError, "verb %R of a symgrad Function read from a %s", v->name, Py_TYPE(obj)->tp_name);
+        return NULL;
+    }
+    PyObject **kept = &((Callable *)obj)->verbs[v->slot];
+    if (*kept != NULL) { Py_INCREF(*kept); return *kept; }
+    PyObject *made = PyObject_CallMethodObjArgs(obj, str_derive, v->name, Py_None, NULL);
+    if (made == NULL) return NULL;
+    if (*kept == NULL) *kept = made;  /* (_derive may have let another thread run: the first one stays) */
+    else Py_DECREF(made);
+    Py_INCREF(*kept);
+    return *kept;
+}
+
+static PyObject *verb_vectorcall(Verb *v, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    Py_ssize_t n = PyVectorcall_NARGS(nargsf);
+    if (n < 1) {
+        PyErr_Format(PyExc_TypeError, "Function.%U needs a Function: F.%U(...)", v->name, v->name);
+        return NULL;
+    }
+    PyObject *f = verb_get(v, args[0], NULL);
+    if (f == NULL) return NULL;
+    PyObject *r = kwnames == NULL && Py_TYPE(f)->tp_call == (ternaryfunc)callable_call
+        ? callable_positional((Callable *)f, args + 1, n - 1)   /* F.grad(x): as G(x), without a tuple */
+        : PyObject_Vectorcall(f, args + 1, (n - 1) | PY_VECTORCALL_ARGUMENTS_OFFSET, kwnames);
+    Py_DECREF(f);
+    return r;
+}
+
+static PyObject *verb_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+    PyObject *name, *doc = Py_None;
+    static char *kwlist[] = {"name", "doc", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "U|O", kwlist, &name, &doc)) return NULL;
+    Verb *v = (Verb *)type->tp_alloc(type, 0);
+    if (v == NULL) return NULL;
+    Py_INCREF(name);
+    Py_INCREF(doc);
+    v->name = name;
+    v->doc = doc;
+    v->vectorcall = (vectorcallfunc)verb_vectorcall;
+    v->slot = verbs_made++;
+    if (v->slot >= VERB_SLOTS) {
+        Py_DECREF(v);
+        PyErr_Format(PyExc_ValueError, "more than %d verbs: raise VERB_SLOTS in csrc/symgrad_call.c", VERB_SLOTS);
+        return NULL;
+    }
+    return (PyObject *)v;
+}
+
+static void verb_dealloc(Verb *v) {
+    Py_XDECREF(v->name);
+    Py_XDECREF(v->doc);
+    Py_TYPE(v)->tp_free((PyObject *)v);
+}
+
+static PyMemberDef verb_members[] = {
+    {"name", T_OBJECT, offsetof(Verb, name), READONLY, "the kind's name"},
+    {"__doc__", T_OBJECT, offsetof(Verb, doc), READONLY, NULL},
+    {NULL}
+};
+
+static PyTypeObject VerbType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "symgrad._native.Verb",
+    .tp_basicsize = sizeof(Verb),
+    .tp_dealloc = (destructor)verb_dealloc,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(Verb, vectorcall),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_METHOD_DESCRIPTOR | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "Verb(name, doc): F.<name>, the derivative Function F._derive(name, None), made once.",
+    .tp_members = verb_members,
+    .tp_descr_get = (descrgetfunc)verb_get,
+    .tp_new = verb_new,
+};
+
 static PyMethodDef module_methods[] = {
     {"open", lib_open, METH_O, "open(path) -> handle: dlopen a kernel library (OSError with dlerror's message)"},
     {"symbol", lib_symbol, METH_VARARGS, "symbol(handle, name) -> address, 0 where absent"},
@@ -644,17 +762,20 @@ static struct PyModuleDef moduledef = {
 
 PyMODINIT_FUNC PyInit__native(void) {
     import_array();
-    if (PyType_Ready(&KernelType) < 0 || PyType_Ready(&CallableType) < 0) return NULL;
+    if (PyType_Ready(&KernelType) < 0 || PyType_Ready(&CallableType) < 0 || PyType_Ready(&VerbType) < 0) return NULL;
     str_call = PyUnicode_InternFromString("_call");
     str_out = PyUnicode_InternFromString("out");
-    if (!str_call || !str_out) return NULL;
+    str_derive = PyUnicode_InternFromString("_derive");
+    if (!str_call || !str_out || !str_derive) return NULL;
     pthread_atfork(NULL, NULL, after_fork);
     PyObject *m = PyModule_Create(&moduledef);
     if (!m) return NULL;
     Py_INCREF(&KernelType);
     Py_INCREF(&CallableType);
+    Py_INCREF(&VerbType);
     if (PyModule_AddObject(m, "Kernel", (PyObject *)&KernelType) < 0 ||
-        PyModule_AddObject(m, "Callable", (PyObject *)&CallableType) < 0) {
+        PyModule_AddObject(m, "Callable", (PyObject *)&CallableType) < 0 ||
+        PyModule_AddObject(m, "Verb", (PyObject *)&VerbType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -10,12 +10,15 @@ from .transforms.kinds import KINDS
 
 class Verb:
     """``F.<kind>``: the derivative by every argument, made once per Function (Function._derive,
-    one Function per kind and argnums, under its lock) and then kept in that Function's
-    ``__dict__`` under the verb's name. A non-data descriptor, so every later read is a plain
-    attribute read: ``F.grad(x)`` costs what ``G(x)`` costs with ``G = F.grad``. Threads that
-    read it at once store the same object; the memo is not pickled (Function.__reduce__ carries
-    the spec only: a restored Function makes it again at its first read); a method's Function
-    of each instance (Function.__get__) and a forked child's Functions keep their own."""
+    one Function per kind and argnums, under its lock) and then kept. This is the fallback where
+    symgrad._native was not built, keeping it in the Function's ``__dict__`` under the verb's
+    name (a non-data descriptor: later reads are plain attribute reads); symgrad._native.Verb
+    (csrc/symgrad_call.c) keeps it in the Function's C struct and is a method descriptor, so
+    ``F.grad(x)`` calls the kernel as ``G(x)`` does with ``G = F.grad``, without a lookup.
+    Either way threads that read it at once get the same object; the memo is not pickled
+    (Function.__reduce__ carries the spec only: a restored Function makes it again at its first
+    read); a method's Function of each instance (Function.__get__) and a forked child's
+    Functions keep their own."""
 
     def __init__(self, name, doc):
         self.name, self.__doc__ = name, doc
@@ -29,10 +32,12 @@ class Verb:
 
 def install(cls):
     """The verbs of every kind in the registry, on class ``cls`` (symgrad.Function)."""
+    from .library import NATIVE, _native
     from .sparse import own_pattern, pattern_method
+    verb = _native.Verb if NATIVE else Verb
     for k in KINDS.values():
         if k.doc:
-            setattr(cls, k.name, Verb(k.name, k.doc))
+            setattr(cls, k.name, verb(k.name, k.doc))
         if k.wrt:
             wrt = _by_argnums(k.name, k.stacked is not None)
             wrt.__name__, wrt.__qualname__, wrt.__doc__ = f"{k.name}_wrt", f"Function.{k.name}_wrt", k.wrt

@@ -8,6 +8,7 @@ import sympy as sp
 
 import symgrad
 import symgrad.codegen
+from symgrad.function import Function
 
 
 def seed(x):
@@ -438,3 +439,23 @@ def test_build_of_several_kinds_is_one_c_compile(caplog, monkeypatch, cache_dir)
         assert not [r for r in caplog.records if "C compile" in r.getMessage()]  # all three were built
         F.jacobian(x, y)
         assert len([r for r in caplog.records if "C compile took" in r.getMessage()]) == 1  # the Jacobian alone
+
+
+def test_a_verb_called_as_a_method_is_its_function_called(monkeypatch):
+    """F.grad(x) runs F.grad's Function with x (in C, the verb a method descriptor: no
+    attribute lookup, no argument tuple), keywords and out= included; Function.grad(F, x) too."""
+    F = symgrad.compile(lambda x, y: math.sin(x) * y + x * x)
+    G = F.grad
+    x, y = np.array([0.5, -1.0, 2.0]), np.array([3.0, 0.25, -1.5])
+    monkeypatch.setattr(Function, "_derive", lambda *a, **k: pytest.fail("a verb was derived again"))
+    for got in (F.grad(x, y), Function.grad(F, x, y), F.grad(x, y=y), F.grad(x[0], y[0])):
+        want = G(*np.broadcast_arrays(x, y)) if np.ndim(got[0]) else G(x[0], y[0])
+        for a, b in zip(got, want):
+            np.testing.assert_array_equal(a, b)
+    np.testing.assert_allclose(F.grad(x, y)[0], np.cos(x) * y + 2 * x, rtol=1e-15)
+    out = (np.empty(3), np.empty(3))
+    r = F.grad(x, y, out=out)
+    assert r[0] is out[0] and r[1] is out[1]
+    np.testing.assert_allclose(out[1], np.sin(x), rtol=1e-15)
+    with pytest.raises(TypeError, match="symgrad Function"):
+        Function.grad(3.0, 1.0)
