@@ -14,7 +14,7 @@ import os
 from ..errors import ScalarUsedAsArray, TraceError
 from ..program import Arg, Builder, Output
 from ..signature import TRACED, call_arguments, traced_params
-from . import lazy, lazy_numpy, pieces  # noqa: F401  (they fill registry.LAZY)
+from . import lazy, lazy_numpy, overlay, pieces  # noqa: F401  (they fill registry.LAZY)
 from .lazy import Unrollable
 from .rewrite import intercept
 from .values import Condition, Poison, TracedArray, Value, state, where
@@ -63,7 +63,7 @@ def _trace(fn, shapes, prefix, spec, consts, loop_min, dtype):
             arr[:] = [Value(b, b.node("arg", k, j)) for j in range(args[-1].size)]
             values.append(arr.reshape(shape).view(TracedArray))
     outer, frames = getattr(state, "builder", None), getattr(state, "branch_frames", None)
-    state.builder, state.branch_frames = b, []
+    state.builder, state.branch_frames, private = b, [], overlay.begin()
     try:
         positional, keywords = call_arguments(fn, prefix, n, values, spec, consts or {})
         result = intercept(fn)(*positional, **keywords)
@@ -81,6 +81,7 @@ def _trace(fn, shapes, prefix, spec, consts, loop_min, dtype):
         raise hint from None
     finally:
         state.builder, state.branch_frames = outer, frames
+        overlay.end(private)  # what the trace kept from other threads vanishes
     try:
         prog = b.program(args, [_output(b, result, fn)])
     except Unrollable as e:

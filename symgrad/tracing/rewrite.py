@@ -6,8 +6,10 @@ A user function is recompiled from its source with every call ``f(a, ...)`` turn
 rewritten copy of a user function, or leaves it alone. The copy shares the original's
 globals, closure cells and defaults, and the call still happens in the user's frame, so
 writes, ``sys._getframe`` and zero-argument ``super()`` behave as in Python. Nothing is
-patched: other threads keep running the original code. The source is used only if it
-compiles to exactly the code that is running; otherwise the function runs as it is."""
+patched: other threads keep running the original code, and a traced value the copy stores
+where they could read it (a global, a cell, an attribute of an object the trace did not
+create) stays in the trace's overlay (overlay.py, overlay_ast.py). The source is used only if
+it compiles to exactly the code that is running; otherwise the function runs as it is."""
 from __future__ import annotations
 
 import __future__
@@ -16,16 +18,15 @@ import builtins
 import inspect
 import functools
 import hashlib
-import itertools
 import linecache
 import sys
 import types
 
-import numpy as np
-
 from .. import forksafe
 from ..errors import TraceError
-from . import registry, selects, values
+from . import overlay, overlay_ast, overlay_items, registry, scopes, selects, values
+from .nosource import PROXY as _PROXY, Globals as _Globals, reads_globals_only as _reads_globals_only, \
+    takes_callbacks as _takes_callbacks, with_callbacks as _with_callbacks
 from .transform import CALL, Calls, Mangle, convert, effects
 from .standins import standin, volatile
 from .usercode import _STDLIB, LIBRARIES, is_user_code, module_file as _module_file  # noqa: F401
@@ -76,6 +77,8 @@ def _callee(f):
             return f if new is fn else types.MethodType(new, f.__self__)
     if t is functools.partial:
         return functools.partial(intercept(f.func), *f.args, **f.keywords)
+    if t is _CACHED or t is types.MethodType and type(f.__func__) is _CACHED:
+        return _uncached(f)
     if _takes_callbacks(f):
         return _with_callbacks(f)
     if isinstance(f, type):
@@ -92,7 +95,24 @@ def _callee(f):
             new = function(call)
             if new is not call:
                 return types.MethodType(new, f)
-    return f
+    return overlay_items.object_method(f) or f
+
+
+_CACHED = type(functools.lru_cache(None)(len))
+
+
+def _uncached(f):
+    """A functools.lru_cache/cache function: called past its cache with a traced argument, or while
+    this trace keeps values private (a result would stay in the cache after the trace)."""
+    fn = f.__func__ if type(f) is types.MethodType else f
+
+    def call(*a, **k):
+        ov = getattr(values.state, "overlay", None)
+        if overlay.traced(a) or overlay.traced(k) or ov is not None and ov.dirty:
+            g = intercept(fn.__wrapped__)
+            return g(f.__self__, *a, **k) if fn is not f else g(*a, **k)
+        return f(*a, **k)
+    return call
 
 
 def _foreign(module):
@@ -152,6 +172,8 @@ def function(f):
     if hit is None:
         return f
     _effects_in_branch(f)
+    if f.__defaults__ is not None or f.__closure__ is not None or f.__kwdefaults__ is not None:
+        overlay_items.held(f)  # the containers they hold are not this trace's
     if hit is _PROXY:
         g = types.FunctionType(code, _Globals(f.__globals__), f.__name__, f.__defaults__, f.__closure__)
     else:
@@ -185,130 +207,13 @@ def _constructor(cls):
             if (a or k) and cls.__init__ is object.__init__:
                 raise TypeError(f"{cls.__name__}() takes no arguments")
             obj = object.__new__(cls)
+            overlay_items.born(obj)
         else:
             obj = intercept(new)(cls, *a, **k)
         if isinstance(obj, cls) and type(obj).__init__ is not object.__init__:
             intercept(type(obj).__init__)(obj, *a, **k)
         return obj
     return construct
-
-
-_CALLBACKS = {map, filter, sorted, functools.reduce, np.vectorize, np.frompyfunc, np.apply_along_axis,
-              np.apply_over_axes, np.fromfunction, np.piecewise, itertools.starmap, itertools.accumulate,
-              itertools.filterfalse, itertools.takewhile, itertools.dropwhile, itertools.groupby,
-              functools.cmp_to_key, functools.lru_cache, functools.cache}
-
-
-def _takes_callbacks(f):
-    try:
-        return f in _CALLBACKS or getattr(f, "__name__", None) == "sort"
-    except TypeError:
-        return False
-
-
-def _with_callbacks(f):
-    """A library function that calls the functions it is given: give it rewritten ones."""
-    def call(*a, **k):
-        return f(*[_callable(x) for x in a], **{n: _callable(x) for n, x in k.items()})
-    return call
-
-
-def _callable(x):
-    return intercept(x) if isinstance(x, (types.FunctionType, types.MethodType, functools.partial)) else x
-
-
-# -- functions without source: the same code, with its global names mapped as they are read --
-_PROXY = object()
-_WRITES = {"STORE_GLOBAL", "DELETE_GLOBAL"}
-_DYNAMIC = {"globals", "vars", "locals", "dir", "eval", "exec"}
-
-
-def _reads_globals_only(code):
-    """True if ``code`` (and code nested in it) never writes a global or lists its
-    namespace: then it can run on a view of its globals that maps what it reads."""
-    import dis
-    if _DYNAMIC & set(code.co_names):
-        return False
-    if any(i.opname in _WRITES for i in dis.get_instructions(code)):
-        return False
-    return all(_reads_globals_only(c) for c in code.co_consts if isinstance(c, types.CodeType))
-
-
-class _Globals(dict):
-    """A function's globals as traced code without source sees them: every read goes to
-    the real namespace (live), math/builtins functions come back as stand-ins, modules as
-    views that do the same for their attributes. It is never written to (the code has no
-    global writes)."""
-
-    def __init__(self, real):
-        super().__init__()
-        self.real = real
-        dict.__setitem__(self, "__builtins__", _Builtins(real.get("__builtins__", builtins)))
-
-    def __getitem__(self, k):
-        return _view(self.real[k])
-
-
-class _Builtins(dict):
-    def __init__(self, real):
-        super().__init__()
-        self.real = real if isinstance(real, dict) else vars(real)
-
-    def __getitem__(self, k):
-        return _view(self.real[k])
-
-
-class _ModuleView:
-    """A module whose functions are read through ``intercept``; writes go to the module."""
-
-    def __init__(self, module):
-        object.__setattr__(self, "_module", module)
-
-    def __getattr__(self, k):
-        return _view(getattr(object.__getattribute__(self, "_module"), k))
-
-    def __setattr__(self, k, v):
-        setattr(object.__getattribute__(self, "_module"), k, v)
-
-    def __delattr__(self, k):
-        delattr(object.__getattribute__(self, "_module"), k)
-
-
-class _CallableView:
-    """A callable object of the user's, called through ``intercept``; its attributes, writes
-    and isinstance are the object's."""
-
-    def __init__(self, obj):
-        object.__setattr__(self, "_obj", obj)
-
-    @property
-    def __class__(self):
-        return type(object.__getattribute__(self, "_obj"))
-
-    def __call__(self, *a, **k):
-        obj = object.__getattribute__(self, "_obj")
-        return intercept(obj)(*a, **k)
-
-    def __getattr__(self, k):
-        return getattr(object.__getattribute__(self, "_obj"), k)
-
-    def __setattr__(self, k, v):
-        setattr(object.__getattribute__(self, "_obj"), k, v)
-
-
-def _view(v):
-    """What code without source reads for a global value: functions through ``intercept``,
-    callable objects of the user's through a view that calls them so (classes stay classes)."""
-    if isinstance(v, types.ModuleType):
-        return _ModuleView(v)
-    if isinstance(v, type):  # float, bool: still types (dtype=float, isinstance(x, float))
-        return v
-    if isinstance(v, (types.FunctionType, types.MethodType, types.BuiltinFunctionType, functools.partial,
-                      np.ufunc)) or standin(v) is not None or _takes_callbacks(v):
-        return intercept(v)
-    if not isinstance(v, type) and callable(v) and is_user_code(type(v).__module__, _module_file(type(v))):
-        return _CallableView(v)
-    return v
 
 
 # -- recompiling a function from its source ------------------------------------------------------
@@ -431,6 +336,7 @@ def _compile_once(text, node, code, transform, imports, statements):
     if transform:
         Calls().visit(node)
         convert(node, code.co_filename, statements)
+        overlay_ast.apply(node, code.co_freevars, scopes.nonlocal_names(text))
     at = dict(lineno=node.lineno, col_offset=0, end_lineno=node.lineno, end_col_offset=0)
     args = ast.arguments(posonlyargs=[], args=[ast.arg(p, **at) for p in code.co_freevars], vararg=None,
                          kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[])
