@@ -112,9 +112,9 @@ class _Emit:
                     group(loops).stores.append((r, w, index))
                 elif loops:
                     group(loops).add_scatter(r, c, w, index)
-        for g in [g for g in self.groups.values() if g.order]:  # other sums over its loops: in its loop (any order)
+        for g in [g for g in self.groups.values() if g.order]:  # a few other sums over its loops: in its loop
             free = self.groups.get(g.loops)
-            if free is not None and not (free.maps or free.stores or free.scatter):
+            if free is not None and not (free.maps or free.stores or free.scatter) and len(free.sums) <= 8:
                 g.sums, free.sums = g.sums + free.sums, []
         self.by_var = by_var
         # where each node is computed (None: the top level) and who uses it there

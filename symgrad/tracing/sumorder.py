@@ -95,6 +95,8 @@ def reduction(shape, strides, axes, bufsize=8192):
             if op == 0 and (cur[1] == 0 or prev[1] == 0):
                 outer = idim  # the result's stride turns from 0 to not: the outer reduce dimension
         core, size = size, size * cur[0]
+        if size == 0:
+            break
         buf = min(size, bufsize) if cost > 1 else size
         if cost * best_size <= best_cost * buf:
             best_cost, best_core, best_size, best_dim = cost, core, size, idim
