@@ -56,6 +56,16 @@ def test_sums_over_a_thousand_points_of_data_in_a_loop():
     assert F.traced.has_loops
     for p in rng.standard_normal(10):
         assert np.array_equal(bits(F(p)), bits(f(p)))
+    G = symgrad.compile(lambda p: np.sum((D - p) ** 2), shapes=[()]).value_and_grad  # the value beside a gradient
+    for p in rng.standard_normal(5):
+        assert bits(G(p)[0]) == bits(np.sum((D - p) ** 2))
+
+
+def test_python_s_sum_stays_left_to_right_from_zero():
+    x = np.random.default_rng(5).standard_normal(50) * 1e8
+    for F in (symgrad.compile(lambda x: sum(x), shapes=[(50,)]),
+              symgrad.compile(lambda x: sum(x), shapes=[(50,)], options=UNROLLED)):
+        assert bits(F(x)) == bits(sum(x.tolist()))
 
 
 def million(X):
