@@ -171,7 +171,10 @@ def _show(a, F):
         before, after = G.derived(), G.optimized()
         if to_sympy(after).inlined(SHOW_LIMIT) is not None:
             expr = G.expr
-            print(sp.latex(expr) if a.latex else sp.pretty(expr, use_unicode=True))
+            if isinstance(expr, sp.NDimArray) and not len(expr):  # (sympy cannot print an empty array)
+                print("# no entries: every entry is identically 0 (no structural non-zeros)")
+            else:
+                print(sp.latex(expr) if a.latex else sp.pretty(expr, use_unicode=True))
         else:  # the closed form would explode: one assignment a line, like a jaxpr
             print("# straight-line program (its closed form is too large to show):")
             print(after)

@@ -167,6 +167,12 @@ def _rows_joined(x, item, axis):
     return lazy._reshape(y, item[:axis] + (n * item[axis],) + item[axis + 1:], "C")
 
 
+def _axis(axis):
+    if isinstance(axis, (bool, np.bool_)):  # numpy takes no truth value for an axis
+        raise TypeError("an integer is required for the axis")
+    return operator.index(axis)
+
+
 def _dtype(name, dtype):
     if dtype is not None and not keeps_values(dtype):
         raise Unrollable(f"numpy.{name}(..., dtype={np.dtype(dtype)}) of a large array at {user_site()}")
@@ -186,7 +192,7 @@ def _concatenate(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
         item = tuple(arrays.shape[1:])
         if not item:
             raise ValueError("zero-dimensional arrays cannot be concatenated")
-        axis = operator.index(axis)
+        axis = _axis(axis)
         if not -len(item) <= axis < len(item):
             raise np.exceptions.AxisError(axis, len(item))
         return _rows_joined(arrays, item, axis % len(item))
@@ -204,7 +210,7 @@ def _join(b, xs, axis):
         if x.ndim != nd:
             raise ValueError(f"all the input arrays must have same number of dimensions, but the array at index 0 "
                              f"has {nd} dimension(s) and the array at index {k} has {x.ndim} dimension(s)")
-    axis = operator.index(axis)
+    axis = _axis(axis)
     if not -nd <= axis < nd:
         raise np.exceptions.AxisError(axis, nd)
     axis %= nd

@@ -407,3 +407,5 @@ def test_cli_refuses_a_sparse_kernel_of_no_entries(tmp_path):
     r = cli("generate", f"{tmp_path / 'lin.py'}:lin", "--out", tmp_path / "o", "--shapes", "[(2,)]",
             "--hessian-sparse", cwd=tmp_path)
     assert r.returncode == 1 and "no structural non-zeros" in r.stderr, r.stderr
+    r = cli("show", f"{tmp_path / 'lin.py'}:lin", "--shapes", "[(2,)]", "--hessian-sparse", cwd=tmp_path)
+    assert r.returncode == 0 and "no entries: every entry is identically 0" in r.stdout, r.stderr

@@ -384,3 +384,6 @@ def test_concatenate_of_one_array_raises_as_numpy_does():
         symgrad.compile(lambda x: np.sum(np.concatenate(x)), shapes=[(3,)])(np.ones(3))
     with pytest.raises(np.exceptions.AxisError):
         symgrad.compile(lambda x: np.sum(np.concatenate(x, axis=1)), shapes=[(2, 3)])(np.ones((2, 3)))
+    for arrays in (lambda x: x, lambda x: [x, x]):
+        with pytest.raises(TypeError, match="an integer is required for the axis"):
+            symgrad.compile(lambda x: np.sum(np.concatenate(arrays(x), axis=True)), shapes=[(2, 3)])(np.ones((2, 3)))
