@@ -215,9 +215,21 @@ def main(argv=None):
 
 
 def _fail(e, status, what="error"):
-    message = cli_spelling(" ".join(str(e).split()))
+    message = " ".join(str(e).split())
+    if _raised_by_symgrad(e):  # (a message of the user's own code stays as written)
+        message = cli_spelling(message)
     print(f"symgrad: {what}: {message}", file=sys.stderr)
     sys.exit(status)
+
+
+def _raised_by_symgrad(e):
+    """Whether exception ``e`` was raised in symgrad's own code (its innermost frame)."""
+    tb = e.__traceback__
+    if tb is None:
+        return True  # (Usage: made here)
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb.tb_frame.f_code.co_filename.startswith(os.path.dirname(os.path.abspath(__file__)) + os.sep)
 
 
 # What the library's messages say in Python (its keywords) -> what the command line takes

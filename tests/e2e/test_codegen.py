@@ -409,3 +409,11 @@ def test_cli_refuses_a_sparse_kernel_of_no_entries(tmp_path):
     assert r.returncode == 1 and "no structural non-zeros" in r.stderr, r.stderr
     r = cli("show", f"{tmp_path / 'lin.py'}:lin", "--shapes", "[(2,)]", "--hessian-sparse", cwd=tmp_path)
     assert r.returncode == 0 and "no entries: every entry is identically 0" in r.stdout, r.stderr
+
+
+def test_cli_keeps_the_users_own_messages_as_written(tmp_path):
+    """Only symgrad's messages are spelled for the command line: a ValueError of the user's
+    code that says shapes=[(3,)] reaches the terminal as the user wrote it."""
+    (tmp_path / "own.py").write_text("def f(x):\n    raise ValueError(\"bad: shapes=[(3,)] dtype='float32'\")\n")
+    r = cli("show", f"{tmp_path / 'own.py'}:f", cwd=tmp_path)
+    assert r.returncode == 1 and "bad: shapes=[(3,)] dtype='float32'" in r.stderr, r.stderr
