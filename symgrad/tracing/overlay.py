@@ -67,7 +67,7 @@ class Overlay:
 def begin():
     """A trace starts in this thread: it gets an empty overlay (returned: what to restore)."""
     outer = getattr(state, "overlay", None)
-    state.overlay = None
+    state.overlay = Overlay()
     return outer
 
 
@@ -86,11 +86,12 @@ def _forked():  # in a forked child only this thread's trace can still run
 os.register_at_fork(after_in_child=_forked)
 
 
-def _ov(create=False):
-    ov = getattr(state, "overlay", None)
-    if ov is None and create and getattr(state, "builder", None) is not None:
-        ov = state.overlay = Overlay()
-    return ov
+def _ov():
+    """This thread's trace's overlay (None outside a trace)."""
+    try:
+        return state.overlay
+    except AttributeError:  # (a thread that never traced)
+        return None
 
 
 def traced(v):
@@ -235,7 +236,7 @@ def hasattr_(obj, name):
 
 def setattr_(obj, name, v, generic=False):
     """``obj.name = v`` in traced code (``generic``: object.__setattr__'s, no __setattr__ of the class)."""
-    ov = getattr(state, "overlay", None)
+    ov = _ov()
     if ov is not None and id(obj) in ov.fresh:  # an object this trace made: written as Python writes
         (object.__setattr__ if generic else setattr)(obj, name, v)
         return
@@ -243,10 +244,10 @@ def setattr_(obj, name, v, generic=False):
         (object.__setattr__ if generic else setattr)(obj, name, v)
         if _dirty:
             _drop(_owner(obj), name)
-        if v.__class__ not in _PLAIN and (ov is not None or _ov(True) is not None):
-            _share(v, _ov())
+        if v.__class__ not in _PLAIN and ov is not None:
+            _share(v, ov)
         return
-    ov = _ov(True)
+    ov = _ov()
     if ov is None:  # (outside a trace)
         setattr(obj, name, v)
         return
@@ -330,7 +331,7 @@ def global_value(g, name, builtins_=None):
 
 def setglobal(name, v, g=None):
     g = sys._getframe(1).f_globals if g is None else g
-    if type(v) in _PLAIN or not traced(v) or _ov(True) is None:
+    if type(v) in _PLAIN or not traced(v) or _ov() is None:
         if _dirty:
             _drop(g, name)
         g[name] = v
@@ -338,7 +339,7 @@ def setglobal(name, v, g=None):
         if ov is not None and type(v) not in _PLAIN:
             _share(v, ov)
         return v
-    _put(_ov(True), name, g, v)
+    _put(_ov(), name, g, v)
     return v
 
 

@@ -20,14 +20,15 @@ from .values import state
 
 def born(obj):
     """``obj`` was created by this trace (a user class called in traced code)."""
-    ov = getattr(state, "overlay", None) or _ov(True)
-    if ov is not None:
-        ov.fresh.add(id(obj))  # (an id outlives its object only for objects created later: fresh too)
+    try:
+        state.overlay.fresh.add(id(obj))  # (an id outlives its object only for objects created later: fresh too)
+    except AttributeError:  # (outside a trace)
+        pass
 
 
 def held(f):
     """The containers ``f``'s defaults and closure hold exist outside the trace."""
-    ov = _ov(True)
+    ov = _ov()
     if ov is None or id(f) in ov.held:
         return
     ov.held.add(id(f))
@@ -59,7 +60,7 @@ def cell(c, name):
 
 
 def setcell(c, name, v):
-    ov = _ov(True)
+    ov = _ov()
     if ov is None or type(v) in _PLAIN or not traced(v):
         if ov is not None:
             ov.cells.pop(id(c), None)
