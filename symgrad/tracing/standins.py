@@ -11,6 +11,8 @@ import builtins
 import functools
 import math
 import sys
+import types
+import warnings
 
 import numpy as np
 
@@ -221,7 +223,7 @@ STANDINS.update({f: s for f, s in ((_own(builtins, "min"), _minmax(builtins.min,
                                    (_own(builtins, "pow"), _pow), (_own(builtins, "isinstance"), _isinstance))
                  if f is not None})
 STANDINS.update({float: _number(float), int: _number(int), bool: _truth})
-STANDINS.update(unshaped.checked_table())  # reductions of an argument traced as a scalar for want of shapes=
+unshaped.check_table()  # numpy's stand-ins: an argument traced as a scalar for want of shapes=, used as an array
 STANDINS.update(registry.TABLE)
 STANDINS = {id(k): (k, v) for k, v in STANDINS.items()}
 _scipy = []  # scipy.special's stand-ins, added once the user's code has imported it
@@ -247,14 +249,17 @@ def standin(f):
         hit = STANDINS.get(id(f))
     if hit is not None and hit[0] is f:
         return hit[1]
-    return _untraced(f) if type(f) in _NUMPY_FUNCTIONS else None
+    t = type(f)
+    if t in _NUMPY_FUNCTIONS or t is types.MethodType and isinstance(f.__self__, type):  # (a class's classmethod)
+        return _untraced(f)
+    return None
 
 
 # -- numpy's functions without a traced form ---------------------------------------------------
 _NUMPY_FUNCTIONS = (type(np.concatenate), type(np.fft.fft), type(np.frompyfunc), type(_scipy_elements))
 # numpy's functions that call the functions they are given: rewrite.py gives them rewritten ones
 _CALLS_BACK = {np.frompyfunc, np.apply_along_axis, np.apply_over_axes, np.fromfunction}
-_GUARDS = {}  # id(numpy function) -> (it, its guard)
+_GUARDS = {}  # id(numpy function) (a classmethod: of its function and class) -> (it, its guard)
 _INSTEAD = {"numpy.fft": "a discrete Fourier transform of n real values is a product with constant matrices: with "
                          "k = np.arange(n), C = np.cos(2 * np.pi * np.outer(k, k) / n) and S = np.sin(...), "
                          "np.fft.fft(x) is C @ x - 1j * (S @ x): write its real and imaginary parts so",
@@ -263,49 +268,88 @@ _INSTEAD = {"numpy.fft": "a discrete Fourier transform of n real values is a pro
 
 
 def _untraced(f):
-    """A numpy function symgrad has no stand-in for (np.fft.fft, np.convolve ...), called as it
-    is: numpy's own code on traced values, which works where it is made of ufuncs. Where it
-    fails on traced values, a TraceError at the user's line says so (a forgotten shapes= first)."""
-    hit = _GUARDS.get(id(f))
-    if hit is not None and hit[0] is f:
+    """A numpy (or scipy) function symgrad has no stand-in for (np.fft.fft, np.convolve, a numpy
+    class's classmethod such as np.polynomial.Polynomial.fit ...), called as it is: numpy's own code on
+    traced values, which works where it is made of ufuncs. Where it fails on traced values, the
+    error says why at the user's line: a forgotten shapes=, numpy's own error where numpy raises
+    it on numbers too (np.insert out of bounds), else that symgrad cannot trace it."""
+    method = type(f) is types.MethodType
+    key = (id(f.__func__), id(f.__self__)) if method else id(f)
+    hit = _GUARDS.get(key)
+    if hit is not None and (hit[0] == f if method else hit[0] is f):
         return hit[1]
-    module = getattr(f, "__module__", None)
-    if not isinstance(module, str) or not module.startswith("numpy") or f in _CALLS_BACK or volatile(f) \
-            or not isinstance(getattr(f, "__self__", None), (type(np), type(None))):
+    owner = f.__self__ if method else None
+    module = getattr(owner if method else f, "__module__", None)
+    if not isinstance(module, str) or not module.startswith(("numpy", "scipy")) or f in _CALLS_BACK or volatile(f) \
+            or not method and not isinstance(getattr(f, "__self__", None), (type(np), type(None))):
         return None
-    name = f"{module.split('._')[0]}.{getattr(f, '__name__', '?')}"
+    name = f"{module.split('._')[0]}.{f'{owner.__name__}.' if method else ''}{getattr(f, '__name__', '?')}"
     instead = next((t for m, t in _INSTEAD.items() if name.startswith(m + ".")), None)
+    path = unshaped.path_of(f)  # np.any, np.convolve ...: operands that must not be a forgotten shapes=
 
     @functools.wraps(f)
     def guard(*a, **kw):
+        if path is not None:
+            unshaped.precheck(name, path, a, kw)
         try:
             return f(*a, **kw)
         except (TypeError, ValueError, IndexError, AttributeError, ArithmeticError, TraceError) as e:
             given = list(a) + list(kw.values())
             if isinstance(e, ScalarUsedAsArray) or not holds_traced(given):
                 raise
-            unshaped.check(name, given)  # of an argument traced as a scalar: a forgotten shapes=
+            unshaped.failed(name, a, kw, e)  # of an argument traced as a scalar: a forgotten shapes=
+            if _raises_on_numbers(f, a, kw, e):  # the user's own error (np.insert(x, 10, 1.0) of 3 entries)
+                _at(e, f"{name} at {user_site()}")
+                raise
             why = str(e).split(" at ", 1)[0] if isinstance(e, TraceError) else f"{type(e).__name__}: {e}"
-            msg = (f"{name} of traced values at {user_site()}: symgrad has no traced form of it, and numpy's own "
-                   f"code cannot compute it on traced values ({why}), so symgrad cannot differentiate it. Write it "
-                   "with what symgrad traces (numpy's ufuncs, np.sum, np.dot, np.where, np.linalg.solve ...: "
-                   "README, 'What traces')" + (f"; {instead}" if instead else ""))
+            msg = (f"{name} of traced values at {user_site()}: symgrad has no traced form of it, and "
+                   f"{name.split('.')[0]}'s own code cannot compute it on traced values ({why}), so symgrad cannot "
+                   "differentiate it. Write it with what symgrad traces (numpy's ufuncs, np.sum, np.dot, np.where, "
+                   "np.linalg.solve ...: README, 'What traces')" + (f"; {instead}" if instead else ""))
             raise _kind(type(e))(msg) from None
-    _GUARDS[id(f)] = (f, guard)
+    _GUARDS[key] = (f, guard)
     return guard
 
 
-_KINDS = {}  # numpy's exception class -> a TraceError that is one too (a caller's `except TypeError` holds)
+def _numbers(x):
+    """``x`` with plain numbers (zeros) for its traced values, of the same shapes; plain arrays
+    copied (numpy's function may write into them)."""
+    if isinstance(x, (Value, Condition)):
+        return False if isinstance(x, Condition) else 0.0
+    if isinstance(x, LazyArray):
+        return np.zeros(x.shape)
+    if isinstance(x, np.ndarray):
+        return np.array([_numbers(v) for v in x.flat]).reshape(x.shape) if x.dtype == object and x.size else x.copy()
+    if type(x) in (list, tuple):
+        return type(x)(_numbers(v) for v in x)
+    return x
+
+
+def _raises_on_numbers(f, a, kw, e):
+    """Whether numpy's ``f`` raises the error ``e`` (its type and message) on numbers of the same
+    shapes as the traced call ``f(*a, **kw)`` had: then it is no failure to trace (run on the error path only)."""
+    if isinstance(e, TraceError):
+        return False
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            f(*[_numbers(v) for v in a], **{k: _numbers(v) for k, v in kw.items()})
+    except Exception as plain:  # noqa: BLE001 - any error numpy raises on numbers
+        return type(plain) is type(e) and str(plain) == str(e)
+    return False
+
+
+def _at(e, where):
+    """numpy's error ``e`` with where the user called it appended to its message."""
+    if e.args and isinstance(e.args[0], str) and str(e) == e.args[0]:
+        e.args = (f"{e.args[0]} ({where})",) + e.args[1:]
+    else:
+        e.add_note(f"({where})")
 
 
 def _kind(cls):
-    k = _KINDS.get(cls)
-    if k is None:
-        try:
-            k = TraceError if issubclass(cls, TraceError) else \
-                type("TraceError", (TraceError, cls), {"__module__": TraceError.__module__,
-                                                       "__reduce__": lambda e: (TraceError, e.args)})  # (pickled: one)
-        except TypeError:  # (an exception class that cannot be a base)
-            k = TraceError
-        _KINDS[cls] = k
-    return k
+    """A TraceError that is numpy's exception ``cls`` too, or one of the builtin class it is of."""
+    if issubclass(cls, TraceError):
+        return TraceError
+    builtin = next((c for c in cls.__mro__ if c.__module__ == "builtins"), Exception)
+    return unshaped.both(TraceError, cls) or unshaped.both(TraceError, builtin) or TraceError

@@ -148,8 +148,8 @@ def array_ufunc(ufunc, method, inputs, kw):
     if any(isinstance(x, lazy.LazyArray) for x in inputs) or (b is not None and b.loop_min and any(
             isinstance(x, np.ndarray) and x.size >= b.loop_min for x in inputs)):
         return lazy.array_ufunc(ufunc, method, inputs, kw)
-    if ufunc is np.matmul:  # x @ w of an argument traced as a scalar: a forgotten shapes=
-        unshaped.check_matmul(inputs)
+    if method != "__call__" or ufunc.signature is not None:  # np.asarray(x).sum(), x @ w of an argument
+        unshaped.check_ufunc(ufunc, method, inputs)  # traced as a scalar: a forgotten shapes=
     out = _object_out(ufunc, kw.pop("out", None))
     plain = [x.view(np.ndarray) if isinstance(x, TracedArray) else
              as_array(x).view(np.ndarray) if isinstance(x, (Value, Condition)) and method != "__call__" else x
