@@ -205,6 +205,11 @@ def f_logsumexp(x):
     return logsumexp(x)  # HERE
 
 
+def f_scipy_trapezoid(x):
+    from scipy.integrate import trapezoid
+    return trapezoid(x ** 2)  # HERE
+
+
 # numpy's raw errors before (IndexError, TypeError, ValueError; np.gradient: "result has no entries")
 def f_add_reduce(x):
     return np.add.reduce(x)  # HERE
@@ -248,7 +253,7 @@ def f_gradient(x):
 
 @pytest.mark.parametrize("fn", [f_asarray_sum, f_array_sum, f_add_reduce_none, f_take, f_ravel, f_reshape, f_outer,
                                 f_kron, f_tensordot_outer, f_trace, f_convolve, f_mean_of_comparison, f_any, f_all,
-                                f_logsumexp, f_add_reduce, f_tensordot, f_logaddexp_reduce, f_maximum_reduce,
+                                f_logsumexp, f_scipy_trapezoid, f_add_reduce, f_tensordot, f_logaddexp_reduce, f_maximum_reduce,
                                 f_multiply_reduce, f_trapezoid, f_polyval, f_einsum, f_diff, f_gradient],
                          ids=lambda f: f.__name__)
 def test_numpy_taking_the_argument_as_an_array_raises_with_the_shapes_to_write(fn):
@@ -260,7 +265,7 @@ def test_numpy_taking_the_argument_as_an_array_raises_with_the_shapes_to_write(f
     assert re.search(rf"{fn.__name__}\(\) in \S*{re.escape(HERE)}, line {line}: `{re.escape(text)}`", msg), msg
     x = np.array([1.0, -2.0, 3.0])
     if fn not in (f_trace, f_add_reduce, f_tensordot, f_logaddexp_reduce, f_maximum_reduce, f_multiply_reduce,
-                  f_trapezoid, f_polyval, f_einsum, f_diff):  # (those raise on a scalar in numpy too)
+                  f_trapezoid, f_polyval, f_einsum, f_diff, f_scipy_trapezoid):  # (they raise on a scalar in numpy too)
         want = fn(x)  # what shapes=[(3,)] computes: numpy's
         F = symgrad.compile(fn, shapes=[(3,)])
         np.testing.assert_allclose(F(x), want, rtol=1e-14)
