@@ -265,7 +265,7 @@ def test_numpy_taking_the_argument_as_an_array_raises_with_the_shapes_to_write(f
     assert re.search(rf"{fn.__name__}\(\) in \S*{re.escape(HERE)}, line {line}: `{re.escape(text)}`", msg), msg
     x = np.array([1.0, -2.0, 3.0])
     if fn not in (f_trace, f_add_reduce, f_tensordot, f_logaddexp_reduce, f_maximum_reduce, f_multiply_reduce,
-                  f_trapezoid, f_polyval, f_einsum, f_diff, f_scipy_trapezoid):  # (they raise on a scalar in numpy too)
+                  f_trapezoid, f_polyval, f_einsum, f_diff, f_scipy_trapezoid):  # (numpy raises on a scalar)
         want = fn(x)  # what shapes=[(3,)] computes: numpy's
         F = symgrad.compile(fn, shapes=[(3,)])
         np.testing.assert_allclose(F(x), want, rtol=1e-14)
