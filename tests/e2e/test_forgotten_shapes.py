@@ -253,8 +253,9 @@ def f_gradient(x):
 
 @pytest.mark.parametrize("fn", [f_asarray_sum, f_array_sum, f_add_reduce_none, f_take, f_ravel, f_reshape, f_outer,
                                 f_kron, f_tensordot_outer, f_trace, f_convolve, f_mean_of_comparison, f_any, f_all,
-                                f_logsumexp, f_scipy_trapezoid, f_add_reduce, f_tensordot, f_logaddexp_reduce, f_maximum_reduce,
-                                f_multiply_reduce, f_trapezoid, f_polyval, f_einsum, f_diff, f_gradient],
+                                f_logsumexp, f_scipy_trapezoid, f_add_reduce, f_tensordot, f_logaddexp_reduce,
+                                f_maximum_reduce, f_multiply_reduce, f_trapezoid, f_polyval, f_einsum, f_diff,
+                                f_gradient],
                          ids=lambda f: f.__name__)
 def test_numpy_taking_the_argument_as_an_array_raises_with_the_shapes_to_write(fn):
     with pytest.raises(ScalarUsedAsArray) as e:
