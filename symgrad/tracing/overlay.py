@@ -11,6 +11,9 @@ write, so another thread's increments are not lost). A traced value put into a c
 that exists outside the trace (a global list, a default, a closure's list, an attribute of
 an object the trace did not create) cannot be kept private: that raises a TraceError.
 
+Code that does not consult the overlay is refused where it could read those slots while
+they hold something (overlay_watch.py): never the value from before the trace.
+
 Reads cost nothing while no trace in any thread has an overlay: rewritten code tests the
 builtin list ``DIRTY`` (empty then) before each global or attribute-chain read."""
 from __future__ import annotations
@@ -32,6 +35,7 @@ from .values import Condition, Poison, Value, state, user_site
 
 HOOK, DIRTY, PLAIN = "__symgrad_shared__", "__symgrad_dirty__", "__symgrad_plain__"  # builtins (overlay_items)
 _dirty = []  # one entry per trace (any thread) whose overlay holds something
+WATCH = [None]  # the profile function of a thread whose overlay holds something (overlay_watch.py)
 _MISS = object()
 _PLAIN = frozenset({float, int, bool, str, bytes, complex, type(None), range, type(Ellipsis), np.float64,
                     np.float32, np.int64, np.int32, np.bool_, np.dtype})
@@ -52,16 +56,20 @@ class Overlay:
     a class, or a module's namespace), ``cells`` id(cell) -> value, ``keep`` what those ids
     refer to, ``fresh`` ids of objects this trace created (written as Python writes), ``shared``
     ids of containers other code holds (a traced value is refused there)."""
-    __slots__ = ("attrs", "cells", "keep", "fresh", "shared", "held", "dirty")
+    __slots__ = ("attrs", "cells", "keep", "fresh", "shared", "held", "dirty", "owners", "cellnames", "prev",
+                 "chain", "bad")
 
     def __init__(self):
         self.attrs, self.cells, self.keep, self.fresh, self.shared, self.held = {}, {}, [], set(), set(), set()
-        self.dirty = False
+        self.dirty, self.owners, self.cellnames, self.prev, self.chain, self.bad = False, set(), set(), None, None, None
 
     def touch(self):
         if not self.dirty:
             self.dirty = True
             _dirty.append(self)
+            self.prev = sys.getprofile()  # (this thread's)
+            self.chain = self.prev if callable(self.prev) and self.prev is not WATCH[0] else None
+            sys.setprofile(WATCH[0])
 
 
 def begin():
@@ -75,8 +83,12 @@ def end(outer):
     """The trace ended (or failed): its overlay vanishes."""
     ov = getattr(state, "overlay", None)
     if ov is not None and ov.dirty:
+        sys.setprofile(ov.prev)
         _dirty.remove(ov)
     state.overlay = outer
+    if ov is not None and ov.bad is not None:
+        raise ov.bad  # (refused where it ran, but the code around it went on: the trace fails)
+
 
 
 def _forked():  # in a forked child only this thread's trace can still run
@@ -173,6 +185,7 @@ def _put(ov, name, owner, v):
     if id(owner) not in d:
         ov.keep.append(owner)
     d[id(owner)] = v
+    ov.owners.add(id(owner))
     ov.touch()
 
 
@@ -206,6 +219,11 @@ def getattr_(obj, name, default=_MISS, generic=False):
     if not _dirty:
         return get(obj, name) if default is _MISS else getattr(obj, name, default)
     ov = getattr(state, "overlay", None)
+    if name == "__dict__" and ov is not None and id(_owner(obj)) in ov.owners:
+        raise TraceError(f"`.__dict__` of a {type(obj).__name__} is read at {user_site()} while the traced function "
+                         "keeps a traced value in it for itself: the dict holds the value from before the trace. "
+                         "Read the attribute by name. Create the object inside the traced function, or pass the "
+                         "value as an argument (or return it) instead of storing it there")
     d = ov.attrs.get(name) if ov is not None else None
     if d:
         v = d.get(id(_owner(obj)), _MISS)

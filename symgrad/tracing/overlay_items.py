@@ -69,6 +69,7 @@ def setcell(c, name, v):
     if id(c) not in ov.cells:
         ov.keep.append(c)
     ov.cells[id(c)] = v
+    ov.cellnames.add(name)
     ov.touch()
     return v
 

@@ -24,7 +24,7 @@ import types
 
 from .. import forksafe
 from ..errors import TraceError
-from . import overlay, overlay_ast, overlay_items, registry, scopes, selects, values
+from . import overlay, overlay_ast, overlay_items, overlay_watch, registry, scopes, selects, values
 from .nosource import PROXY as _PROXY, Globals as _Globals, reads_globals_only as _reads_globals_only, \
     takes_callbacks as _takes_callbacks, with_callbacks as _with_callbacks
 from .transform import CALL, Calls, Mangle, convert, effects
@@ -51,8 +51,17 @@ def intercept(f):
     if selects.in_branch():
         caller = sys._getframe(1)
         _in_branch(f, caller)
-        return selects.no_out(_callee(f), caller)
-    return _callee(f)
+        return selects.no_out(_guard(f, _callee(f)), caller)
+    g = _callee(f)
+    return _guard(f, g) if g is f and overlay._dirty else g
+
+
+def _guard(f, g):
+    """``g`` is ``f`` itself (code that does not read the overlay): refused where it is given an
+    object the overlay keeps something of (overlay.guard)."""
+    if g is f and overlay._dirty and values.state.overlay.owners:
+        return overlay_watch.guard(f)
+    return g
 
 
 registry.HOOKS.intercept = intercept
@@ -185,7 +194,7 @@ def function(f):
 # The rewritten code calls the interceptor by this name, found among the builtins: no local,
 # no cell, no global of the user's module changes (locals() and co_freevars stay as written).
 setattr(builtins, CALL, intercept)
-_made = set()  # code objects the rewriter made (nested ones included)
+_made = overlay_watch.MADE  # code objects the rewriter made (nested ones included)
 
 
 def _remember(code):

@@ -3,8 +3,11 @@ writes into globals, module attributes, attributes of objects it did not create 
 cells is seen by the tracing thread only, and only while the trace runs; plain numbers it
 writes go through as Python writes them; a traced value put into a container that exists
 outside the trace is refused."""
+import copy
+import dataclasses
 import functools
 import math
+import sys
 import threading
 import types
 
@@ -264,3 +267,95 @@ def test_a_cached_function_keeps_no_traced_value():
     _cached.cache_clear()
     assert symgrad.compile(lambda x: _cached(x) + _cached(2.0)).grad(0.5) == 3.0
     assert _cached.cache_info().currsize == 1  # _cached(2.0) only
+
+
+# -- code that does not consult the overlay sees no stale slot: refused at the user's line ------------
+class Scaled:
+    def __init__(self):
+        self.a = 1.0
+
+    def __mul__(self, k):  # the interpreter calls it: it runs as written, not rewritten
+        return self.a * k
+
+
+class Gain:
+    def __mul__(self, k):
+        return GAIN * k
+
+
+GAIN = 1.0
+scaled, gain = Scaled(), Gain()
+
+
+@dataclasses.dataclass
+class Pair:
+    a: float = 1.0
+
+
+pair = Pair()
+
+
+def _operator_reads_attribute(x):
+    scaled.a = x
+    return scaled * 2.0
+
+
+def _operator_reads_global(x):
+    global GAIN
+    GAIN = x
+    return gain * 3.0
+
+
+def _astuple(x):
+    pair.a = x
+    return dataclasses.astuple(pair)[0] * 5.0
+
+
+def _vars(x):
+    pair.a = x
+    return vars(pair)["a"] * 5.0
+
+
+def _dunder_dict(x):
+    pair.a = x
+    return pair.__dict__["a"] * 5.0
+
+
+def _copy(x):
+    pair.a = x
+    return copy.copy(pair).a * 5.0
+
+
+def _swallowed(x):
+    scaled.a = x
+    try:
+        return scaled * 2.0
+    except Exception:
+        return x * 7.0
+
+
+@pytest.mark.parametrize("f", [_operator_reads_attribute, _operator_reads_global, _astuple, _vars, _dunder_dict,
+                               _copy, _swallowed])
+def test_code_that_reads_state_the_trace_keeps_private_is_refused(f):
+    with pytest.raises(symgrad.TraceError, match=rf"(?s){f.__name__}\(\) in \S*test_threads\.py, line \d+: `.*"
+                                                 r"Create the object inside the traced function"):
+        symgrad.compile(f).grad(0.5)
+    assert (scaled.a, GAIN, pair.a, sys.getprofile()) == (1.0, 1.0, 1.0, None)
+
+
+def test_objects_the_trace_creates_go_to_any_code():
+    def f(x):
+        s, p = Scaled(), Pair()
+        s.a, p.a = x, x * x
+        return s * 2.0 + dataclasses.astuple(p)[0] + copy.copy(p).a
+    assert symgrad.compile(f).grad(0.5) == 4.0
+
+
+def test_a_trace_with_nothing_kept_private_installs_no_profiler():
+    seen = []
+
+    def f(x):
+        seen.append(sys.getprofile())
+        return scaled * x
+    assert symgrad.compile(f).grad(0.5) == 1.0
+    assert seen == [None]
