@@ -19,7 +19,7 @@ import operator
 import numpy as np
 
 from ..errors import TraceError
-from . import registry, sumorder, values
+from . import dtypes, registry, sumorder, values
 from .affine import add, const, flat as _flat, gather, index_vars, scale, var  # noqa: F401  (lazy.const ...)
 from .values import Condition, Value, builder, user_site
 
@@ -137,7 +137,8 @@ class LazyArray:
     def astype(self, dtype, *a, **k):
         if values.keeps_values(dtype):
             return self
-        raise Unrollable(f"a cast of a large array to {np.dtype(dtype)} at {user_site()}")
+        kind = dtypes.kind(dtype, ".astype")  # numpy's cast to int64 (a step) or bool
+        return elementwise(lambda v: dtypes.cast(v, kind), (self,))
 
 
 _NDARRAY = set(dir(np.ndarray))
@@ -157,8 +158,11 @@ for _dunder, _ufunc in (("add", "add"), ("sub", "subtract"), ("mul", "multiply")
     setattr(LazyArray, f"__{_dunder}__", _op(_ufunc))
     setattr(LazyArray, f"__r{_dunder}__", _op(_ufunc, True))
 for _dunder, _ufunc in (("lt", "less"), ("le", "less_equal"), ("gt", "greater"), ("ge", "greater_equal"),
-                        ("eq", "equal"), ("ne", "not_equal"), ("and", "logical_and"), ("or", "logical_or")):
+                        ("eq", "equal"), ("ne", "not_equal")):
     setattr(LazyArray, f"__{_dunder}__", _op(_ufunc))
+for _dunder, _ufunc in (("and", "bitwise_and"), ("or", "bitwise_or"), ("xor", "bitwise_xor")):  # numpy's &, |, ^:
+    setattr(LazyArray, f"__{_dunder}__", _op(_ufunc))  # logical on bools (tracing/dtypes.py)
+    setattr(LazyArray, f"__r{_dunder}__", _op(_ufunc, True))
 def _in_place(self, other):
     raise Unrollable(f"an in-place operation on an array at {user_site()}")
 
@@ -168,7 +172,7 @@ for _dunder in ("iadd", "isub", "imul", "itruediv", "ipow", "imod", "ifloordiv",
 LazyArray.__neg__ = lambda self: array_ufunc(np.negative, "__call__", (self,), {})
 LazyArray.__pos__ = lambda self: self
 LazyArray.__abs__ = lambda self: array_ufunc(np.absolute, "__call__", (self,), {})
-LazyArray.__invert__ = lambda self: array_ufunc(np.logical_not, "__call__", (self,), {})
+LazyArray.__invert__ = lambda self: array_ufunc(np.invert, "__call__", (self,), {})  # numpy's ~: not of bools
 LazyArray.__matmul__ = lambda self, o: _matmul(self, o)
 LazyArray.__rmatmul__ = lambda self, o: _matmul(o, self)
 LazyArray.__hash__ = None
@@ -189,6 +193,9 @@ def data(b, arr):
 
     def at(idx):
         return read(b, "d", d, _flat(idx, shape))
+    if arr.dtype.kind == "b":  # a bool array's entries are numpy's bools (True + True is True)
+        def at(idx, _read=at):
+            return dtypes.numpy_bool(_read(idx) != 0)
     return LazyArray(b, shape, at, ("d", d), [s // arr.itemsize * 8 for s in arr.strides])
 
 
@@ -270,16 +277,17 @@ def array_ufunc(ufunc, method, inputs, kw):
     out = kw.pop("out", None)
     for k in ("casting", "subok", "order"):
         kw.pop(k, None)
-    if kw.get("dtype") is not None and np.dtype(kw["dtype"]).kind == "f":
+    if kw.get("dtype") is not None and values.keeps_values(kw["dtype"]):  # float64 (float32: refused)
         kw.pop("dtype")
     if out is not None or kw.pop("where", True) is not True:
         raise Unrollable(f"{name}(..., out=/where=) on a large array at {user_site()}")
     if method == "__call__" and ufunc is np.matmul and not kw and len(inputs) == 2:
         return _matmul(*inputs)
     if method == "reduce" and ufunc is np.add and not kw.keys() - {"axis", "keepdims", "dtype"}:
-        kw.pop("dtype", None)
-        return _sum(inputs[0], kw.get("axis", 0), keepdims=kw.get("keepdims", False))
+        return _sum(inputs[0], kw.get("axis", 0), dtype=kw.get("dtype"), keepdims=kw.get("keepdims", False))
     element = registry.element_of(ufunc)
+    if ufunc is np.power and method == "__call__" and len(inputs) == 2 and dtypes.exponent_stride_zero(*inputs):
+        element = dtypes.fast_power  # numpy's sqrt for x ** 0.5
     if method != "__call__" or element is None or kw:
         raise Unrollable(f"{name}.{method} on a large array at {user_site()}")
     return elementwise(element, inputs, name)

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from . import registry
+from . import dtypes, registry
 from .lazy import LazyArray, Unrollable, _axes, _index, _reshape, _transpose, elementwise, wrap
 from .lazy_sum import _matmul, _sum
 from .values import Value, builder, user_site, where
@@ -20,8 +20,12 @@ def select(c, a, b):
 def _mean(a, axis=None, dtype=None, out=None, keepdims=False, where=True):
     x = wrap(builder() or a.b, a)
     count = math.prod(x.shape[k] for k in _axes(axis, x.ndim))
-    s = _sum(x, axis, out=out, keepdims=keepdims, where=where)
-    return s / np.float64(count)  # of nothing: nan, as numpy (0.0 / 0 would raise)
+    k = dtypes.statistic("mean", dtype)  # int64: numpy's mean of the cast entries, truncated
+    s = _sum(x, axis, dtype=dtype if k == "int" else None, out=out, keepdims=keepdims, where=where)
+    m = s / np.float64(count)  # of nothing: nan, as numpy (0.0 / 0 would raise)
+    if k == "int":
+        return elementwise(dtypes.to_int, (m,)) if isinstance(m, LazyArray) else dtypes.to_int(m)
+    return m
 
 
 def _dot(a, b, out=None):
@@ -29,7 +33,7 @@ def _dot(a, b, out=None):
         raise Unrollable(f"numpy.dot(..., out=) of a large array at {user_site()}")
     if not isinstance(wrap(builder(), a), LazyArray) or not isinstance(wrap(builder(), b), LazyArray):
         return a * b
-    return _matmul(a, b)
+    return _matmul(a, b, dtypes.dot_from_zero(np.shape(a), np.shape(b)))
 
 
 def _where(condition, x=None, y=None):
@@ -53,6 +57,7 @@ def _var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=np
         if ddof != 0:
             raise ValueError("ddof and correction can't be provided simultaneously.")
         ddof = correction
+    dtypes.statistic("var", dtype)  # float64 only
     m = _mean(a, axis, keepdims=True)
     d = a - m
     count = math.prod(a.shape[k] for k in _axes(axis, a.ndim))
@@ -60,6 +65,7 @@ def _var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=np
 
 
 def _std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
+    dtypes.statistic("std", dtype)  # float64 only
     return np.sqrt(_var(a, axis, dtype, out, ddof, keepdims, **kw))
 
 

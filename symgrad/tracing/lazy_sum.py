@@ -13,19 +13,27 @@ import math
 
 import numpy as np
 
-from . import registry, sumorder
-from .lazy import UNROLL, LazyArray, Unrollable, _axes, const, index_vars, var, wrap
+from . import dtypes, registry, sumorder
+from .lazy import UNROLL, LazyArray, Unrollable, _axes, const, elementwise, index_vars, var, wrap
 from .values import Condition, Value, builder, user_site
 
 
-def _sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue, where=True, numpy_order=True):
+def _sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue, where=True, numpy_order=True,
+         zero=False):
     if out is not None or where is not True:
         raise Unrollable(f"numpy.sum(..., out=/where=) of a large array at {user_site()}")
     b = builder() or getattr(a, "b", None)
     x = wrap(b, a)
+    k = dtypes.kind(dtype, "numpy.sum")
+    if k == "bool":  # (a logical or: traced element by element)
+        raise Unrollable(f"numpy.sum(..., dtype=bool) of a large array at {user_site()}")
     if not isinstance(x, LazyArray):
-        return x
+        return dtypes.to_int(x) if k == "int" else x
     axes = _axes(axis, x.ndim)
+    if k == "int":  # numpy's sum of the entries cast to int64 (exact in double below 2**53: dtypes.py)
+        bound = dtypes.EXACT / max(math.prod(x.shape[j] for j in axes), 1)
+        x = elementwise(lambda v: dtypes.to_int(v, bound), (x,))
+        initial = initial if initial is np._NoValue else dtypes.to_int(initial)
     if x.parts:
         return x.total(axes, keepdims, initial)
     keep = [k for k in range(x.ndim) if k not in axes]
@@ -61,8 +69,8 @@ def _sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue
             body = entries[0]
             for e in entries[1:]:
                 body = body + e
-            if not vs:
-                return body
+            if not vs:  # ``zero``: from +0.0, as BLAS's (a -0.0 is +0.0); a loop's sum starts from 0.0
+                return 0.0 + body if zero else body
         elif not vs:
             entries = [e.number() if isinstance(e, Condition) else e for e in entries]
             return sumorder.numpy_sum(sumorder.runs(entries, block, run), _add, start)
@@ -106,19 +114,20 @@ def _reshape_keep(x, full, axes):
     return LazyArray(x.b, shape, lambda idx: x.at(tuple(idx[k] for k in keep)), strides=strides)
 
 
-def _matmul(a, c):
+def _matmul(a, c, zero=True):
+    """a @ c (a sum from +0.0, as numpy's matmul: ``zero``) of arrays kept as loops."""
     b = builder()
     a, c = wrap(b, a), wrap(b, c)
     if not all(isinstance(z, LazyArray) for z in (a, c)):
         raise ValueError("matmul: input operand does not have enough dimensions")
     if a.ndim == 1 and c.ndim == 1:
-        return _sum(a * c, numpy_order=False)
+        return _sum(a * c, numpy_order=False, zero=zero)
     if a.ndim == 2 and c.ndim == 1:
-        return _sum(a * c[None, :], axis=1, numpy_order=False)
+        return _sum(a * c[None, :], axis=1, numpy_order=False, zero=zero)
     if a.ndim == 1 and c.ndim == 2:
-        return _sum(a[:, None] * c, axis=0, numpy_order=False)
+        return _sum(a[:, None] * c, axis=0, numpy_order=False, zero=zero)
     if a.ndim == 2 and c.ndim == 2:
-        return _sum(a[:, :, None] * c[None, :, :], axis=1, numpy_order=False)
+        return _sum(a[:, :, None] * c[None, :, :], axis=1, numpy_order=False, zero=zero)
     raise Unrollable(f"a matrix product of {a.ndim}- and {c.ndim}-dimensional arrays at {user_site()}")
 
 

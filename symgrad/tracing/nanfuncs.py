@@ -8,8 +8,8 @@ import numpy as np
 
 from ..errors import TraceError
 from .registry import register
-from .ufuncs import an_array, as_array, each, holds_traced, numeric, result, scalar_of, traced, umath
-from .values import apply, user_site
+from .ufuncs import an_array, as_array, each, elementwise, holds_traced, numeric, result, scalar_of, traced, umath
+from .values import apply, user_site, where
 
 _NO = np._NoValue
 
@@ -92,11 +92,18 @@ register(np, "nancumsum")(_accumulation("nancumsum", umath.add, 0.0))
 register(np, "nancumprod")(_accumulation("nancumprod", umath.multiply, 1.0))
 
 
+def _inexact(dtype):
+    """numpy's check of nanmean's, nanvar's and nanstd's dtype= (of a float array)."""
+    if dtype is not None and not issubclass(np.dtype(dtype).type, np.inexact):
+        raise TypeError("If a is inexact, then dtype must be inexact")
+
+
 @register(np, "nanmean")
 def _nanmean(a, axis=None, dtype=None, out=None, keepdims=_NO, *, where=_NO):
     if not holds_traced([a]):
         return np.nanmean(numeric(a), axis, dtype, out, **_kw(keepdims=keepdims, where=where))
     _refuse("nanmean", out=out, where=where)
+    _inexact(dtype)
     return scalar_of(result(_mean(a, axis, dtype, keepdims)))
 
 
@@ -112,18 +119,34 @@ def _nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=_NO, *, where=_
         return np.nanvar(numeric(a), axis, dtype, out, ddof,
                          **_kw(keepdims=keepdims, where=where, mean=mean, correction=correction))
     _refuse("nanvar", out=out, where=where, mean=mean)
+    _inexact(dtype)
     return scalar_of(result(_var(a, axis, dtype, ddof, keepdims, correction)))
 
 
+def _deviation(v, m):
+    """numpy's deviation of entry ``v`` from the mean ``m`` in nanvar: 0 where v is NaN."""
+    if not traced((v,)):
+        return 0.0 if v != v else v - m
+    return apply("select", apply("isnan", v), 0.0, v - m)
+
+
 def _var(a, axis, dtype, ddof, keepdims, correction):
+    """numpy's nanvar: the mean of the squared deviations of the entries that are not NaN, over
+    their count less ``ddof``; NaN where that is 0 or less."""
     if correction is not _NO:
         if ddof != 0:
             raise ValueError("ddof and correction can't be provided simultaneously.")
         ddof = correction
     a = an_array(a)
-    d = _nan_as(a - _mean(a, axis, dtype, True), 0.0)
-    n = _reduce(umath.add, _count(a), axis, None, keepdims)
-    return _reduce(umath.add, d * d, axis, dtype, keepdims) / umath.maximum(n - ddof, 0.0)
+    axes = range(a.ndim) if axis is None else [k % a.ndim for k in np.atleast_1d(axis)]
+    if np.prod([a.shape[k] for k in axes]) == 1:  # one entry: its own mean, so its deviation is x - x
+        d = an_array(each(lambda v: _deviation(v, v), a))  # (0, NaN at inf), whose derivative is 0
+    else:
+        d = an_array(elementwise(_deviation, (a, _mean(a, axis, dtype, True))))
+    dof = _reduce(umath.add, _count(a), axis, None, keepdims) - ddof
+    var = _reduce(umath.add, d * d, axis, dtype, keepdims)
+    return elementwise(lambda s, k: where(k > 0, s / k, np.nan) if traced((k,)) else s / k if k > 0 else np.nan,
+                       (var, dof))
 
 
 @register(np, "nanstd")
@@ -132,6 +155,7 @@ def _nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=_NO, *, where=_
         return np.nanstd(numeric(a), axis, dtype, out, ddof,
                          **_kw(keepdims=keepdims, where=where, mean=mean, correction=correction))
     _refuse("nanstd", out=out, where=where, mean=mean)
+    _inexact(dtype)
     return scalar_of(result(umath.sqrt(_var(a, axis, dtype, ddof, keepdims, correction))))
 
 

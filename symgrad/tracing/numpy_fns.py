@@ -21,6 +21,7 @@ except ImportError:  # numpy < 2
     from numpy.core.numeric import normalize_axis_tuple
 
 from ..errors import TraceError
+from . import dtypes
 from .registry import HOOKS, register
 from .ufuncs import (_frompyfunc, as_array, each, elementwise, holds_traced, numeric, obj, refusing, result, scalar_of,
                      traced)
@@ -58,8 +59,9 @@ def _filled(original):
         if dtype is not None and not holds_traced([fill]):  # numbers: numpy's (float32's rounding)
             r = original(*b.args, **b.kwargs)
             return r if _numeric_kind(dtype) else r.astype(object).view(TracedArray)
-        if dtype is not None:
-            keeps_values(dtype)
+        k = dtypes.kind(dtype, f"numpy.{original.__name__}")  # (float32: refused)
+        if k != "keep":  # numpy's cast of the fill to int64 (a step) or bool
+            fill = dtypes.cast(fill.view(np.ndarray) if isinstance(fill, TracedArray) else fill, k)
         b.arguments.update(fill_value=None, dtype=object)
         r = original(*b.args, **b.kwargs)
         r[...] = fill.view(np.ndarray) if isinstance(fill, TracedArray) else fill
@@ -80,6 +82,9 @@ def _array(original):
         if isinstance(x, LazyArray):  # an array kept as a loop is one already (numpy's C code cannot see it)
             return x if dtype is None else x.astype(dtype)
         copy = b.arguments.get("copy", True if original is np.array else None)
+        if _numeric_kind(dtype) and holds_traced([x]):  # numpy's cast to int64 (a step) or bool; others refused
+            b.arguments["dtype"] = None
+            return as_array(f(b)).astype(dtype)
         if _numeric_kind(dtype) or (isinstance(x, np.ndarray) and x.dtype != object and copy is False):
             return original(*b.args, **b.kwargs)
         if dtype is not None and holds_traced([x]):
@@ -145,9 +150,27 @@ def _arrays_in(original, sequence):
             b.arguments[name] = _as_traced(v, nested=sequence and k == 0)
         if b.arguments.get("dtype") is not None and keeps_values(b.arguments["dtype"]):
             b.arguments["dtype"] = None  # float64: the values as they are (float32: refused)
+        if original is np.diff and dtypes.logical(b.arguments["a"]) and \
+                b.arguments.get("prepend", np._NoValue) is b.arguments.get("append", np._NoValue) is np._NoValue:
+            return _bool_diff(b.arguments["a"], b.arguments.get("n", 1), b.arguments.get("axis", -1))
         r = result(original(*b.args, **b.kwargs))
+        if sequence:  # bool arrays joined with float ones: numpy's float array (its 1.0 / 0.0)
+            r = result(dtypes.numbers(r))
+        elif original in (np.dot, np.inner) and dtypes.dot_from_zero(
+                np.shape(values[0]), np.shape(values[1]), original is np.inner):  # BLAS's sum from +0.0
+            r = result(dtypes.each_entry(dtypes.plus_zero, r))
         return scalar_of(r) if scalars else r
     return f
+
+
+def _bool_diff(a, n, axis):
+    """numpy's diff of bools: not_equal of neighbours (subtract of bools is a TypeError)."""
+    axis = normalize_axis_tuple(axis, a.ndim)[0]
+    hi, lo = [slice(None)] * a.ndim, [slice(None)] * a.ndim
+    hi[axis], lo[axis] = slice(1, None), slice(None, -1)
+    for _ in range(n):
+        a = np.not_equal(a[tuple(hi)], a[tuple(lo)])
+    return result(a)
 
 
 for _name in ("sum", "prod", "mean", "var", "std", "max", "min", "amax", "amin", "ptp", "cumsum",

@@ -15,7 +15,7 @@ import numpy as np
 
 from . import lazy, registry
 from .lazy import LazyArray, Unrollable, wrap
-from .values import Value, builder, keeps_values, user_site
+from .values import Condition, Value, builder, keeps_values, user_site
 
 
 class Joined(LazyArray):
@@ -221,7 +221,17 @@ def _join(b, xs, axis):
                                  f"exactly, but along dimension {d}, the array at index 0 has size {xs[0].shape[d]} "
                                  f"and the array at index {k} has size {x.shape[d]}")
     full = [x for x in xs if x.shape[axis]]
+    logical = [isinstance(x.at((lazy.const(0),) * nd), _BOOLS) for x in full]
+    if any(logical) and not all(logical):  # bools joined with numbers: numpy's float array, 1.0 / 0.0
+        full = [lazy.elementwise(_number, (x,)) if k else x for x, k in zip(full, logical)]
     return join(b, full, axis) if full else xs[0]
+
+
+_BOOLS = (Condition, bool, np.bool_)
+
+
+def _number(v):
+    return v.number() if isinstance(v, Condition) else float(v) if isinstance(v, _BOOLS) else v
 
 
 def _hstack(tup, *, dtype=None, casting="same_kind"):

@@ -137,11 +137,8 @@ def pairwise(terms, add):
 def numpy_sum(runs, add, start=0.0):
     """The sum of ``runs`` (lists of terms, in numpy's order) as add.reduce computes it from
     ``start``: each run pairwise, added to the total in sequence. A sum of one term from 0.0
-    is the term itself (numpy's is 0.0 + term, +0.0 for -0.0): so the mean of one entry is
-    that entry, and x - mean(x) is x - x, whose derivative is a structural 0 (np.std over one
-    entry: its gradient 0, not 0 * inf)."""
-    if start == 0.0 and isinstance(start, float) and sum(map(len, runs)) == 1:
-        return next(t for run in runs for t in run)
+    is 0.0 + term, as numpy's (+0.0 for -0.0); its derivative sees through the 0.0
+    (transforms/derive.py: x - mean(x) over one entry has the structural partial 0)."""
     total = None
     for run in runs:
         if not run:

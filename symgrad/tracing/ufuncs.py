@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import ops
 from ..errors import TraceError
-from . import lazy, lazy_numpy, registry, sumorder, unshaped, values
+from . import dtypes, lazy, lazy_numpy, registry, sumorder, unshaped, values
 from .registry import element_of, ufunc_name
 from .values import Condition, TracedArray, Value, apply, builder, keeps_values, user_site, where
 
@@ -64,6 +64,7 @@ def _ufunc_elements():
                  clip=lambda x, lo, hi: table["minimum"](table["maximum"](x, lo), hi),
                  heaviside=_heaviside, logaddexp=_logaddexp, logaddexp2=_logaddexp2,
                  conjugate=lambda x: x)  # the values are real
+    dtypes.numpy_bools(table, [n for n, op in ops.NUMPY.items() if op in ops.COMPARE + ops.LOGIC])
     # numpy's own ufuncs, as umath holds them (np.clip is a function; a np.sin replaced is not numpy's)
     ufuncs = {name: registry.genuine(umath, name) for name in table}
     return {u: table[name] for name, u in ufuncs.items() if isinstance(u, np.ufunc)}
@@ -159,23 +160,33 @@ def array_ufunc(ufunc, method, inputs, kw):
     if dtype is None or (np.dtype(dtype).kind == "b" and ops.NUMPY.get(ufunc.__name__) in ops.COMPARE + ops.LOGIC) \
             or keeps_values(dtype):  # float64 (object), or truth values of conditions: as they are
         kw.pop("dtype", None)
+    after = None
+    if "dtype" in kw and method in ("reduce", "accumulate"):  # numpy's cast of the entries (int64, bool)
+        ufunc, plain[0], after = dtypes.reduction(ufunc, method, plain[0], kw.pop("dtype"), kw, umath)
+    elif method == "accumulate" and ufunc in (umath.add, umath.multiply):
+        plain[0] = dtypes.counted(plain[0])  # bools counted as numpy's add.accumulate does, in int
     if element_of(ufunc) is None:
         if method == "__call__" and any(isinstance(x, (Value, Condition)) for x in plain):
             raise TraceError(f"{name} on traced values at {user_site()} is not supported by symgrad")
         res = getattr(ufunc, method)(*plain, **kw)  # numpy's object loop (np.matmul ...)
+        if ufunc is umath.matmul and method == "__call__":  # numpy's float matmul adds from +0.0
+            res = dtypes.each_entry(dtypes.plus_zero, res)
     elif method == "__call__":
         for k in ("casting", "subok", "order"):  # numpy's own code passes these: no effect here
             kw.pop(k, None)
         if kw.pop("where", True) is not True or kw:
             raise TraceError(f"{name}(..., {', '.join(kw) or 'where'}=...) on traced values at "
                              f"{user_site()} is not supported")
-        res = elementwise(_frompyfunc(ufunc), plain)
+        fast = ufunc is umath.power and dtypes.exponent_stride_zero(*plain)  # numpy's sqrt for x ** 0.5
+        res = elementwise(dtypes.FAST_POWER if fast else _frompyfunc(ufunc), plain)
         if not isinstance(res, np.ndarray) and any(isinstance(x, np.ndarray) for x in plain):
             res = as_array(res)  # of 0-d arrays a 0-d array (numpy's code asks it for .dtype, out=...)
     elif method == "reduce":
         res = _reduce(ufunc, plain[0], **kw)
     else:
         res = getattr(_frompyfunc(ufunc), method)(*plain, **kw)
+    if after is not None:
+        res = dtypes.each_entry(after, res)
     if out is not None:  # numpy's own code (np.mean) writing into an object array: fine
         out[...] = res
         return out.view(TracedArray)
@@ -193,6 +204,8 @@ def _reduce(ufunc, arr, axis=0, dtype=None, keepdims=False, initial=np._NoValue,
                          f"on traced values at {user_site()} is not supported")
     pyfunc = _frompyfunc(ufunc)
     arr = np.asarray(arr, dtype=object)
+    if ufunc in (umath.add, umath.multiply):
+        arr = dtypes.counted(arr)  # a sum of bools is numpy's count (int), not their logical or
     axes = range(arr.ndim) if axis is None else (axis if isinstance(axis, tuple) else (axis,))
     axes = sorted({a % max(arr.ndim, 1) for a in axes}, reverse=True)
     res, todo = arr, axes
@@ -241,6 +254,7 @@ def as_array(x):
         arr = np.array(x, dtype=object)
     except ValueError:
         raise TraceError(f"a ragged list of traced values at {user_site()}: numpy needs rectangular arrays") from None
+    arr = dtypes.numbers(arr)  # comparisons beside numbers: numpy's float array (1.0 / 0.0)
     if arr.ndim == 0 and not isinstance(arr[()], (Value, Condition)):
         arr = np.empty((), dtype=object)
         arr[()] = x

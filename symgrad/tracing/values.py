@@ -9,6 +9,7 @@ import os
 import sys
 import threading
 from fractions import Fraction
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -19,6 +20,7 @@ from . import registry
 _SYMGRAD = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 state = threading.local()  # .builder: the program being recorded in this thread, if any
 UNREWRITTEN = {}  # code object -> why symgrad could not read its source (see rewrite.py)
+CASTS = SimpleNamespace()  # numpy's casts of traced values to int64 and bool: dtypes.py fills it (it imports this)
 
 
 def builder():
@@ -259,7 +261,12 @@ class Value:
     def astype(self, dtype, *a, **k):
         if keeps_values(dtype):
             return self
-        return np.asarray(self, dtype=object).astype(dtype, *a, **k)[()]  # int(), bool(): refused there
+        return CASTS.cast(self, dtype)  # numpy's cast to int64 (a step) or bool; others refused
+
+    def __invert__(self):
+        raise TraceError(f"~ of a traced number at {user_site()}: ~ of an integer is bitwise (-x - 1) and of a "
+                         "float a TypeError, and symgrad, computing in double, cannot tell them apart; write -x - 1 "
+                         "for an integer, or ~ of a comparison (logical not)")
 
 
 def keeps_values(dtype):
@@ -391,13 +398,17 @@ class TracedArray(np.ndarray):
         return super().__getitem__(self._index(index))
 
     def __setitem__(self, index, value):
+        if self.size and not isinstance(self.flat[0], (Condition, bool, np.bool_)):
+            value = CASTS.stored(value)  # a comparison stored into a float array: numpy's 1.0 / 0.0
         super().__setitem__(self._index(index), value)
 
     def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
         """A float cast keeps the values (plain integers among them become floats); with
         ``copy=False`` it is this array itself, as numpy's of a float64 array."""
         if not keeps_values(dtype):
-            return super().astype(dtype, order, casting, subok, copy)
+            if not any(isinstance(v, (Value, Condition)) for v in self.flat):
+                return super().astype(dtype, order, casting, subok, copy)  # numbers: numpy's
+            return CASTS.cast(self.view(np.ndarray), dtype).view(TracedArray)  # int64 (a step: trunc), bool
         if not copy:  # float64 to float64, as numpy: the same array
             return self
         if np.dtype(dtype).kind == "O":
@@ -463,6 +474,7 @@ for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__
               "__rtruediv__", "__pow__", "__rpow__", "__mod__", "__rmod__", "__floordiv__", "__rfloordiv__",
               "__neg__", "__pos__", "__abs__", "__lt__", "__le__", "__gt__", "__ge__"):
     setattr(Condition, _name, _as_number(_name))
+Condition.__neg__ = lambda self: apply("select", self, -1.0, 0.0)  # Python's -False is 0 (+0.0), not -0.0
 
 
 def _equal(self, o):

@@ -38,13 +38,39 @@ def partials(g: Graph, t):
                     if q is not None:
                         hit[s] = q
         elif rule is not None:
-            zeros, consts = g.zeros, g.consts
+            zeros, consts, nodes = g.zeros, g.consts, g.nodes
+            seen = False
             for s, p in zip(n[1:], rule(g, t, *n[1:])):
-                if p is None or p in zeros or s in consts:
+                if p is None or p in zeros:
+                    continue
+                if nodes[s][0] == "add":
+                    s = _past_zero(g, s)
+                    seen = True
+                if s in consts:
                     continue
                 hit[s] = g.add(hit[s], p) if s in hit else p
+            if seen:  # (x - (0.0 + x): 1 + -1, a structural 0)
+                hit = {s: p for s, p in hit.items() if p not in zeros}
         memo[t] = hit
     return hit
+
+
+def _past_zero(g, s):
+    """The operand ``x`` of node ``s`` if ``s`` adds a zero constant to it (0.0 + x: numpy's sum
+    of one entry, which starts from 0.0), else ``s``. The partial of 0.0 + x by x is 1 exactly,
+    so the partial of a node by ``s`` is its partial by x: taken so, x - (0.0 + x) has the
+    structural partial 0 by x (the gradient of np.std over one entry is 0, not 0 * inf)."""
+    nodes, zeros = g.nodes, g.zeros
+    n = nodes[s]
+    while n[0] == "add":
+        if n[1] in zeros:
+            s = n[2]
+        elif n[2] in zeros:
+            s = n[1]
+        else:
+            break
+        n = nodes[s]
+    return s
 
 
 def body_partials(g, s):

@@ -181,7 +181,7 @@ REFUSED = [
     ("sort", lambda x: np.sum(np.sort(x) * C), r"np\.sort of traced values.*an order.*np\.max/np\.min"),
     ("argmax", lambda x: x[np.argmax(x)], r"np\.argmax of traced values.*np\.max\(x\) for the value"),
     ("median", lambda x: np.median(x), r"np\.median of traced values"),
-    ("int array", lambda x: np.sum(x.astype(int)), r"int\(\) of a traced value"),
+    ("int16 array", lambda x: np.sum(x.astype(np.int16)), r"dtype=int16 of traced values.*int64 and bool only"),
     ("float32 array", lambda x: np.sum(x.astype(np.float32)), r"cast of traced values to float32.*dtype='float32'"),
 ]
 
