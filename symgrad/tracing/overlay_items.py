@@ -105,7 +105,6 @@ def augcell(c, name, op, rhs):
     setcell(c, name, cur)
 
 
-# -- containers ----------------------------------------------------------------------------------------
 # -- containers ------------------------------------------------------------------------------------------
 def _namespace(c):
     """The module whose namespace dict ``c`` is, or None."""

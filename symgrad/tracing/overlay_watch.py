@@ -4,9 +4,10 @@ something: it would read the value from before the trace, a wrong derivative, si
 From the overlay's first entry until the trace ends ``watch`` is this thread's profile
 function (chained to a profiler set before, restored after): user code that runs as Python
 calls it, not rewritten (an operator or other special method, a dataclass's generated method,
-code without source), is refused at its call if it is given an object, class or module the
-overlay holds something of, or loads a name the overlay holds (an attribute of that name of
-anything, a global of its module, a cell of that name). Library code that rewritten code
+code without source), is refused at its call if it loads a name the overlay holds (an
+attribute of that name of anything, a global of its module, a cell of that name), or is given
+an object, class or module the overlay holds something of and loads a name of what reads an
+object's attributes by itself (``__dict__``, vars, getattr, copy, dataclasses.astuple ...). Library code that rewritten code
 calls with such an object (copy.copy, vars, dataclasses.astuple, pickle) is refused at the
 call (``guard``), and so is reading such an object's ``__dict__`` (overlay.getattr_). A refusal
 swallowed by the code around it still fails the trace (overlay.end raises it)."""
@@ -30,6 +31,9 @@ _names = {}  # code -> None (not watched) or (its global names, its other names,
 _NAME_OPS = frozenset(dis.opmap[o] for o in ("LOAD_GLOBAL", "STORE_GLOBAL", "DELETE_GLOBAL", "LOAD_NAME",
                                              "STORE_NAME", "DELETE_NAME") if o in dis.opmap)
 _HAS_NAME = frozenset(dis.hasname)
+_REFLECTIVE = frozenset({"__dict__", "vars", "getattr", "__getattribute__", "__getattr__", "attrgetter", "copy",
+                         "deepcopy", "asdict", "astuple", "fields", "replace", "dump", "dumps", "__reduce__",
+                         "__reduce_ex__", "__getstate__"})  # names of what reads an object's attributes by itself
 
 
 def _watched(frame):
@@ -99,8 +103,8 @@ def _reads(ov, frame, glob, other, free):
     for name in free:
         if name in ov.cellnames:
             return f"the closure variable `{name}`"
-    if ov.owners:
-        code = frame.f_code
+    if ov.owners and (glob & _REFLECTIVE or other & _REFLECTIVE):  # it may read the object's slots by
+        code = frame.f_code  # other means than a name it loads (a method that reads none, `len`'s, is free)
         n = code.co_argcount + code.co_kwonlyargcount + bool(code.co_flags & 4) + bool(code.co_flags & 8)
         loc = frame.f_locals
         for name in code.co_varnames[:n]:

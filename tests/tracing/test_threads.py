@@ -11,6 +11,7 @@ import sys
 import threading
 import types
 
+import numpy as np
 import pytest
 
 import symgrad
@@ -359,3 +360,37 @@ def test_a_trace_with_nothing_kept_private_installs_no_profiler():
         return scaled * x
     assert symgrad.compile(f).grad(0.5) == 1.0
     assert seen == [None]
+
+
+class Sized:
+    def __len__(self):  # reads nothing of the object: nothing stale to read
+        return 2
+
+    def __eq__(self, other):
+        return isinstance(other, Sized)
+
+
+class Shown:
+    def __repr__(self):  # reads the object's attributes by itself
+        return repr(vars(self))
+
+
+sized, shown = Sized(), Shown()
+
+
+def test_special_methods_that_read_nothing_kept_private_still_run():
+    """Python's calls of a method that loads no name the trace keeps and reads no object by
+    itself are free (they were refused: __len__ given an object holding a kept attribute)."""
+    def f(x):
+        sized.v = x
+        return np.sqrt(x) + len(sized) * x * (sized == sized)
+    F = symgrad.compile(f)
+    assert F(2.0) == pytest.approx(math.sqrt(2.0) + 4.0, rel=1e-15)
+    assert F.grad(2.0) == pytest.approx(0.5 / math.sqrt(2.0) + 2.0, rel=1e-15)
+    assert not hasattr(sized, "v")
+
+    def g(x):
+        shown.v = x
+        return len(repr(shown)) * x
+    with pytest.raises(symgrad.TraceError, match="Create the object inside the traced function"):
+        symgrad.compile(g).grad(0.5)
