@@ -136,7 +136,10 @@ class LazyArray:
 
     def astype(self, dtype, *a, **k):
         if values.keeps_values(dtype):
-            return self
+            if np.dtype(dtype).kind == "O":
+                return self
+            return elementwise(lambda v: v.number() if isinstance(v, values.Condition) else v, (self,))  # bools
+            # as 1.0 / 0.0: a float array's entries add as numbers
         kind = dtypes.kind(dtype, ".astype")  # numpy's cast to int64 (a step) or bool
         return elementwise(lambda v: dtypes.cast(v, kind), (self,))
 

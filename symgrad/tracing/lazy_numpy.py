@@ -9,12 +9,26 @@ import numpy as np
 from . import dtypes, registry
 from .lazy import LazyArray, Unrollable, _axes, _index, _reshape, _transpose, elementwise, wrap
 from .lazy_sum import _matmul, _sum
-from .values import Value, builder, user_site, where
+from .values import Condition, Value, builder, user_site, where
+
+
+def np_where(c, a, b):
+    """numpy.where of one entry: where both branches are bools the result is numpy's bool
+    ((c & a) | (~c & b): np.where(m, m1, m2) + m3 is a logical or), else the traced select; a
+    number ``c`` is true unless 0."""
+    if isinstance(c, Value):
+        c = c != 0
+    if isinstance(c, Condition) and dtypes._boolish(a) and dtypes._boolish(b):
+        return dtypes.numpy_bool((c & a) | (~c & b))
+    return where(c, a, b)
+
+
+NP_WHERE = np.frompyfunc(np_where, 3, 1)
 
 
 def select(c, a, b):
-    """numpy.where of one element: a number (a mask's 0/1 read from data) is true unless 0."""
-    return where(c != 0 if isinstance(c, Value) else c, a, b)
+    """numpy.where of one element (np_where)."""
+    return np_where(c, a, b)
 
 
 def _mean(a, axis=None, dtype=None, out=None, keepdims=False, where=True):

@@ -120,6 +120,8 @@ def _matmul(a, c, zero=True):
     a, c = wrap(b, a), wrap(b, c)
     if not all(isinstance(z, LazyArray) for z in (a, c)):
         raise ValueError("matmul: input operand does not have enough dimensions")
+    if all(z.size and isinstance(z.at((const(0),) * z.ndim), Condition) for z in (a, c)):
+        raise Unrollable(f"a product of two bool arrays (numpy's: an or of ands) at {user_site()}")
     if a.ndim == 1 and c.ndim == 1:
         return _sum(a * c, numpy_order=False, zero=zero)
     if a.ndim == 2 and c.ndim == 1:

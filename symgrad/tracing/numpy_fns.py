@@ -21,7 +21,7 @@ except ImportError:  # numpy < 2
     from numpy.core.numeric import normalize_axis_tuple
 
 from ..errors import TraceError
-from . import dtypes
+from . import dtypes, lazy_numpy
 from .registry import HOOKS, register
 from .ufuncs import (_frompyfunc, as_array, each, elementwise, holds_traced, numeric, obj, refusing, result, scalar_of,
                      traced)
@@ -81,6 +81,9 @@ def _array(original):
         dtype = b.arguments.get("dtype")
         if isinstance(x, LazyArray):  # an array kept as a loop is one already (numpy's C code cannot see it)
             return x if dtype is None else x.astype(dtype)
+        if dtype is not None and np.dtype(dtype).kind == "f" and holds_traced([x]):  # (a mask's bools as numbers)
+            b.arguments["dtype"] = None
+            return as_array(f(b)).astype(dtype, copy=False)
         copy = b.arguments.get("copy", True if original is np.array else None)
         if _numeric_kind(dtype) and holds_traced([x]):  # numpy's cast to int64 (a step) or bool; others refused
             b.arguments["dtype"] = None
@@ -191,7 +194,12 @@ def _npwhere(condition, *xy):
             raise TraceError(f"np.where(cond) with one argument on a traced condition at {user_site()}: its "
                              "result (the indices where cond holds) would depend on the data; use "
                              "np.where(cond, x, y)")
-        return result(where(obj(condition), obj(xy[0]), obj(xy[1])))
+        c, x, y = obj(condition), obj(xy[0]), obj(xy[1])
+        if any(isinstance(v, LazyArray) for v in (c, x, y)):
+            return lazy_numpy._where(c, x, y)
+        if any(isinstance(v, np.ndarray) for v in (c, x, y)):
+            return result(elementwise(lazy_numpy.NP_WHERE, (c, x, y)))
+        return result(lazy_numpy.np_where(c, x, y))
     return np.where(condition, *xy)
 
 

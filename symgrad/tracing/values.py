@@ -409,11 +409,13 @@ class TracedArray(np.ndarray):
             if not any(isinstance(v, (Value, Condition)) for v in self.flat):
                 return super().astype(dtype, order, casting, subok, copy)  # numbers: numpy's
             return CASTS.cast(self.view(np.ndarray), dtype).view(TracedArray)  # int64 (a step: trunc), bool
-        if not copy:  # float64 to float64, as numpy: the same array
-            return self
         if np.dtype(dtype).kind == "O":
-            return self.copy(order)
-        flat = [v if isinstance(v, (Value, Condition)) else float(v) for v in self.flat]
+            return self if not copy else self.copy(order)
+        bools = any(isinstance(v, Condition) for v in self.flat)
+        if not copy and not bools:  # float64 to float64, as numpy: the same array
+            return self
+        flat = [v.number() if isinstance(v, Condition) else v if isinstance(v, Value) else float(v)
+                for v in self.flat]  # (a bool array's comparisons as 1.0 / 0.0: they add as numbers)
         out = np.empty(self.shape, dtype=object)
         out.reshape(-1)[:] = flat if out.size else []
         return out.view(TracedArray)

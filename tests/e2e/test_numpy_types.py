@@ -316,3 +316,21 @@ def test_the_partial_of_a_sum_of_one_entry_sees_through_its_zero_start():
     g = Graph(prog)
     assert partials(g, d) == {}
     assert set(partials(g, p)) == {x}
+
+
+_MASKS = np.array([-1.7, -0.5, -0.0, 0.3, 2.9, -3.99, 1.5])
+
+
+@pytest.mark.parametrize("x", [_MASKS, np.random.default_rng(0).normal(size=300) * 3], ids=["small", "loops"])
+@pytest.mark.parametrize("f", [
+    lambda v: np.sum((v > 0).astype(float) + (v > 1)),            # a float cast of a mask adds as numbers
+    lambda v: np.sum(np.array(v > 0, dtype=float) + (v > 1)),
+    lambda v: np.sum(np.asarray(v > 0, dtype=np.float64) - (v > 1)),
+    lambda v: np.sum(-(v > 0).astype(float)),
+    lambda v: np.sum(np.where(v > 0, v > 1, v < -1) + (v > 2)),   # np.where of bools is bool: + is or
+    lambda v: ((v > 0) @ (v > 1)) * 1.0,                          # bool @ bool: an or of ands
+], ids=["astype", "array", "asarray-sub", "neg", "where", "matmul"])
+def test_masks_cast_selected_and_multiplied_as_numpy(f, x):
+    """The second hostile review: a float cast of a mask kept numpy's bool + (5 -> 3 on 7
+    entries), np.where of masks lost it (4 -> 5), bool @ bool counted in loops (1 -> 109)."""
+    assert symgrad.compile(f, shapes=[x.shape])(x) == f(x)
