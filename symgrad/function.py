@@ -22,6 +22,7 @@ from .errors import ScalarUsedAsArray
 from .signature import TRACED, checked_keywords
 from .transforms.kinds import KINDS, VALUE, build_kinds, kind as kind_of, nth_name
 from .verbs import install as install_verbs
+from .tracing.compose import tracing_call
 
 
 def c_identifier(name):
@@ -371,7 +372,14 @@ class Function(Callable):
     # -- calling ------------------------------------------------------------------------
     def _call(self, *args, out=None, **kwargs):
         """A call of this Function: the Python path (library.Callable runs in C the calls
-        the kernel takes as they are, once it is loaded)."""
+        the kernel takes as they are, once it is loaded). Called on values of a running
+        trace, its program is inlined there (tracing/compose.py)."""
+        if tracing_call(args) or kwargs and tracing_call(kwargs.values()):
+            if out is not None and not self._source.takes_out:
+                from .errors import TraceError
+                raise TraceError(f"{self._what} is called on traced values with out=: results of a traced "
+                                 "call are traced values, return them instead")
+            return self._inline(args, kwargs)
         if out is not None and self._source.takes_out:  # f's own parameter `out`, not result arrays
             kwargs["out"], out = out, None
         if "sparse" in kwargs:  # (unless it is a parameter of the function's own)
@@ -394,6 +402,21 @@ class Function(Callable):
             except ScalarUsedAsArray as e:
                 raise e.for_call([n for n, _ in self.args], args) from None
         return plan(args, out, self._what)
+
+    def _inline(self, args, kwargs):
+        """This call, made on traced values, as the traced results of this Function's program."""
+        from .tracing.compose import inline
+        if self._source.method:
+            if self._steps or not args:
+                raise TypeError(f"{self._what} is a method: call it on an instance, obj.{self.py_name}"
+                                f"{'.' + self.kind if self._steps else ''}(...)")
+            return self.__get__(args[0])(*args[1:], **kwargs)
+        function, args = self._bind_call(args, kwargs) if kwargs or len(args) != len(self.args) else (self, args)
+        if function._sparse_kind:
+            from .errors import TraceError
+            raise TraceError(f"{self._what}: a sparse Jacobian's or Hessian's entries cannot be inlined into a "
+                             "trace; call the dense derivative (F.jacobian, F.hessian) in traced code")
+        return inline(function.program, function._structure, function._what, args)
 
     def _bind_call(self, args, kwargs):
         """(the Function that evaluates this call, its positional arguments) for a call by
