@@ -15,23 +15,14 @@ from ..errors import TraceError
 from ..ir.ops import OPS
 from . import values
 from .lazy import LazyArray, Unrollable
+from .ufuncs import holds_traced
 from .values import Condition, TracedArray, Value, user_site
 
 
 def tracing_call(args):
     """Whether a call with positional ``args`` is made on values of the running trace."""
     b = getattr(values.state, "builder", None)
-    return b is not None and any(_holds(a) for a in args)
-
-
-def _holds(x):
-    if isinstance(x, (Value, Condition, LazyArray)):
-        return True
-    if isinstance(x, np.ndarray):
-        return x.dtype == object and any(_holds(v) for v in x.flat)
-    if isinstance(x, (list, tuple)):
-        return any(_holds(v) for v in x)
-    return False
+    return b is not None and holds_traced(list(args))
 
 
 def inline(prog, structure, what, args):
