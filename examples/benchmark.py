@@ -151,7 +151,7 @@ class Case:
         if self._sym is None:
             import sympy as sp
             import symgrad
-            from symgrad.symbolic import to_sympy
+            from symgrad.edges.to_sympy import to_sympy
             prog = to_sympy(symgrad.compile(self.fn, self.shapes).program)
             # plain identifiers (x[3] -> x_3) for the peers' printers
             rename = {s: sp.Symbol("".join(ch if ch.isalnum() else "_" for ch in s.name).strip("_"), real=True)

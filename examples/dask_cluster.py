@@ -31,7 +31,7 @@ def lj_pair(p):
 def run(client, F, points, chunk, repeat):
     import dask.array as da
 
-    import symgrad.dask as sd
+    import symgrad.extras.dask as sd
     base = np.array([0, 0, 0, 1.1, 0, 0, 0, 1.1, 0, 0, 0, 1.1])
     X = (da.random.RandomState(0).uniform(-0.05, 0.05, (points, 12), chunks=(chunk, 12)) + base).persist()
     G = sd.apply(F.grad, X)

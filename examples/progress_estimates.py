@@ -56,7 +56,7 @@ def worker(spec):
     """Compile one case in this (fresh) process; print the stages of each compile it makes:
     {label suffix: [(function, stage, expected s or None, taken s), ...]}."""
     import symgrad
-    from symgrad import source
+    from symgrad.pipeline import source
     import scaling
     source.RECORDS = records = []
     marks = {}

@@ -50,8 +50,9 @@ CASES = {"lj": lambda n: ((lambda p: bench_cases.lj(p, n)), [(3 * n,)]),
 def worker(case, size, what):
     """One cold compile, stage by stage, in this (fresh) process, each stage run as the
     pipeline runs it (source.stage: the garbage collector paused in symgrad's own stages)."""
-    from symgrad import build, options, render
-    from symgrad.source import stage
+    from symgrad.build import compile as build
+    from symgrad import options, render
+    from symgrad.pipeline.source import stage
     from symgrad.tracing import trace
     from symgrad.transforms import derive, hessian, optimize
     opts = options.DEFAULT

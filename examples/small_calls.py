@@ -85,7 +85,7 @@ def batch_expressions(fname, shapes, what):
     """(input symbols, derivative expressions) of a bench case, by sympy (numba's source)."""
     import sympy as sp
     import symgrad
-    from symgrad.symbolic import to_sympy
+    from symgrad.edges.to_sympy import to_sympy
     prog = to_sympy(symgrad.compile(bench_cases.FUNCS[fname], shapes).program)
     rename = plain(prog.input_symbols())
     syms = [rename[s] for s in prog.input_symbols()]

@@ -8,7 +8,7 @@ from __future__ import annotations
 from .errors import CacheError, CacheWarning, CompileError, TraceError
 from .function import Function
 from .signature import checked_keywords as _checked_keywords
-from .source import Source
+from .pipeline.source import Source
 from .options import Options
 
 __version__ = "0.1.0"
@@ -73,8 +73,8 @@ def from_sympy(exprs, args, *, dtype="float64", name="sympy_f", options=None):
     ``exprs`` must be in ``args``. ``.grad``, ``.jacobian``, ``.hessian`` work as for
     traced functions; ``symgrad.jacobian(F, argnums=0)`` differentiates by one argument."""
     from .options import DEFAULT
-    from .source import stage
-    from .sympy_input import program_from_sympy
+    from .pipeline.source import stage
+    from .edges.from_sympy import program_from_sympy
     with stage(name, "convert sympy expressions"):  # now: errors surface where they were made
         prog = program_from_sympy(exprs, args, cse_nodes=(options or DEFAULT).sympy_cse_nodes)
     return Function(name, Source(program=prog), dtype, args=tuple((a.name, a.shape) for a in prog.args),

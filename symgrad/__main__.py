@@ -1,6 +1,6 @@
-"""python -m symgrad: the command line (see cli.py)."""
+"""python -m symgrad: the command line (extras/cli.py)."""
 import sys
 
-from .cli import main
+from .extras.cli import main
 
 sys.exit(main())

@@ -15,13 +15,14 @@ import re
 
 import numpy as np
 
-from . import calling, forksafe, options as _options
-from .library import Callable
-from .source import PerObject, Source
+from .call import calling
+from . import forksafe, options as _options
+from .build.library import Callable
+from .pipeline.source import PerObject, Source
 from .errors import ScalarUsedAsArray
 from .signature import TRACED, checked_keywords
 from .transforms.kinds import KINDS, VALUE, build_kinds, kind as kind_of, nth_name
-from .verbs import install as install_verbs
+from .call.verbs import install as install_verbs
 from .tracing.compose import tracing_call
 
 
@@ -106,7 +107,7 @@ class Function(Callable):
     def key(self):
         """Hash of everything that decides this Function's kernel (a gradient's: the
         value_and_grad kernel it runs, _runs)."""
-        from . import build
+        from .build import compile as build
         f = self._runs()
         parts = (f.traced.key, f.c_name, f._steps, str(f.dtype), f.options.key(), build.toolchain())
         return hashlib.sha256(repr(parts).encode()).hexdigest()[:40]
@@ -160,21 +161,21 @@ class Function(Callable):
         with self._lock:
             p = self.__dict__.get("_pattern")
             if p is None:
-                from . import pipeline
+                from .pipeline import stages as pipeline
                 p = self._pattern = pipeline.pattern(self)
             return p
 
     def derived(self):
         """This Function's results as a Program (the IR; derivatives taken, not optimised:
         pipeline.derived)."""
-        from . import pipeline
+        from .pipeline import stages as pipeline
         return pipeline.derived(self)
 
     def optimized(self):
         """This Function's results as an optimised Program (what every target prints)."""
         with self._lock:
             if self._optimized is None:
-                from . import pipeline
+                from .pipeline import stages as pipeline
                 self._optimized = pipeline.optimized(self)
             return self._optimized
 
@@ -191,7 +192,7 @@ class Function(Callable):
             return self._runs().kernel
         with self._lock:
             if self._kernel is None:
-                from . import pipeline
+                from .pipeline import stages as pipeline
                 self._kernel, self._kernel_bits = pipeline.kernel(self)
             return self._kernel
 
@@ -236,14 +237,14 @@ class Function(Callable):
     def to_cuda(self):
         """A callable that evaluates this Function on GPU arrays (CuPy, PyTorch, Numba: anything
         with __cuda_array_interface__), through CuPy."""
-        from .gpu import CudaFunction
+        from .call.gpu import CudaFunction
         return CudaFunction(self)
 
     def _library(self):
         """The loaded kernel (pipeline.library: cached, shipped with a pickle, or built now)."""
         with self._lock:
             if self._plan is None:
-                from . import pipeline
+                from .pipeline import stages as pipeline
                 self._plan = pipeline.library(self)
                 if not self._source.method and not self._source.takes_out:
                     self._fast = self._plan.kernel  # later calls of the kernel's own form run in C
@@ -272,8 +273,8 @@ class Function(Callable):
         sympy's own functions; what is compiled is their real form: NaN outside the domain)."""
         import sympy as sp
 
-        from .realfns import standard
-        from .symbolic import to_sympy
+        from .edges.realfns import standard
+        from .edges.to_sympy import to_sympy
         self._no_loops("a closed form (.expr)")
         prog = to_sympy(self.derived())
         flat = [standard(e) for e in prog.inlined()]
@@ -296,7 +297,7 @@ class Function(Callable):
         k = kind_of(kind_of(kind).stacked if stack else kind)
         args = None
         if k.tangents:
-            from .program import tangent_names
+            from .ir.program import tangent_names
             names = tangent_names([n for n, _ in self.args], nums)
             args = self.args + tuple((t, self.args[i][1]) for t, i in zip(names, nums))
         structure = k.structure(self._structure, structure_args, len(nums))
@@ -331,7 +332,7 @@ class Function(Callable):
             if kind not in names:
                 raise ValueError(f"build: unknown kind {kind!r}; expected some of {', '.join(names)}")
             fns.append(self if kind == VALUE else getattr(self, kind))
-        from . import pipeline
+        from .pipeline import stages as pipeline
         pipeline.build_together([f._runs() for f in fns if f._plan is None])
         for f in fns:
             f._library()
@@ -383,7 +384,7 @@ class Function(Callable):
         if out is not None and self._source.takes_out:  # f's own parameter `out`, not result arrays
             kwargs["out"], out = out, None
         if "sparse" in kwargs:  # (unless it is a parameter of the function's own)
-            from .sparse import sparse_call, takes_sparse
+            from .call.sparse import sparse_call, takes_sparse
             if not takes_sparse(self):
                 return sparse_call(self, kwargs.pop("sparse"), args, kwargs, out)
         if kwargs or len(args) != len(self.args) or self._source.method:
@@ -460,7 +461,7 @@ class Function(Callable):
 
     def __reduce__(self):
         """Pickled by value (pickling.py): the traced program, never the Python function."""
-        from . import pickling
+        from .call import pickling
         return _unpickle, pickling.reduce(self)
 
     def __repr__(self):
@@ -481,7 +482,7 @@ def _weakly_referable(obj):
 
 def _unpickle(fmt, version, digest, state):
     """A pickled Function, in this process (pickling.restore checks that this symgrad may)."""
-    from . import pickling
+    from .call import pickling
     return pickling.restore(fmt, version, digest, state, Function, Source)
 
 

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from ..program import index_vars
+from .program import index_vars
 from .graph import double
 from .ops import OPS
 

@@ -12,7 +12,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..program import Output, Program, const_key, const_value, index_vars
+from .program import Output, Program, const_key, const_value, index_vars
 from .ops import OPS
 
 LEAVES = ("const", "arg", "read")  # nodes with no operand nodes (a read's are its index)

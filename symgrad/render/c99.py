@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..runtime import csrc_dir
+from .runtime import csrc_dir
 from .c import Printer
 from .schedule import segment_lines
 from .schedule import schedule

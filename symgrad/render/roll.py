@@ -7,7 +7,7 @@ import heapq
 import itertools
 from dataclasses import dataclass
 
-from ..cycles import cycles
+from ..ir.cycles import cycles
 
 
 @dataclass(frozen=True)

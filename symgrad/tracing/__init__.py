@@ -12,7 +12,7 @@ import linecache
 import os
 
 from ..errors import ScalarUsedAsArray, TraceError
-from ..program import Arg, Builder, Output
+from ..ir.program import Arg, Builder, Output
 from ..signature import TRACED, call_arguments, traced_params
 from . import lazy, lazy_numpy, overlay, pieces  # noqa: F401  (they fill registry.LAZY)
 from .lazy import Unrollable

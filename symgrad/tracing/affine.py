@@ -2,7 +2,7 @@
 an index variable (int) or a gather ``("g", data, index)`` of an integer data array."""
 from __future__ import annotations
 
-from ..program import index_vars  # noqa: F401  (affine.index_vars)
+from ..ir.program import index_vars  # noqa: F401  (affine.index_vars)
 
 
 def const(c):

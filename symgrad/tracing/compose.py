@@ -58,7 +58,7 @@ def inline(prog, structure, what, args):
             arr = np.empty(len(vals), dtype=object)
             arr[:] = vals
             outs.append(arr.reshape(o.shape).view(TracedArray))
-    from ..calling import nest
+    from ..call.calling import nest
     return nest(structure, outs)
 
 

@@ -20,7 +20,7 @@ import math
 
 import numpy as np
 
-from .. import ops
+from . import names as ops
 from ..errors import TraceError
 from . import sumorder
 from .values import CASTS, Condition, TracedArray, Value, apply, keeps_values, user_site, where

@@ -23,8 +23,7 @@ except ImportError:  # numpy < 2
 from ..errors import TraceError
 from . import dtypes, lazy_numpy
 from .registry import HOOKS, register
-from .ufuncs import (_frompyfunc, as_array, each, elementwise, holds_traced, numeric, obj, refusing, result, scalar_of,
-                     traced)
+from .ufuncs import _frompyfunc, as_array, each, elementwise, holds_traced, numeric, obj, refusing, result, scalar_of, traced
 from .lazy import LazyArray, Unrollable
 from .values import Condition, TracedArray, Value, apply, builder, keeps_values, user_site, where
 

@@ -12,9 +12,7 @@ import sys
 import types
 
 from . import standins
-from .overlay import (_CONTAINERS, _IOPS, _MISS, _PLAIN, DIRTY, HOOK, PLAIN, SYMBOLS, _dirty, _drop, _ov, augattr,
-                      augglobal, delattr_, delglobal, getattr_, global_, hasattr_, inplace, is_shared, refuse,
-                      setattr_, setglobal, traced)
+from .overlay import _CONTAINERS, _IOPS, _MISS, _PLAIN, DIRTY, HOOK, PLAIN, SYMBOLS, _dirty, _drop, _ov, augattr, augglobal, delattr_, delglobal, getattr_, global_, hasattr_, inplace, is_shared, refuse, setattr_, setglobal, traced
 from .values import state
 
 

@@ -25,8 +25,7 @@ import types
 from .. import forksafe
 from ..errors import TraceError
 from . import overlay, overlay_ast, overlay_items, overlay_watch, registry, scopes, selects, values
-from .nosource import PROXY as _PROXY, Globals as _Globals, reads_globals_only as _reads_globals_only, \
-    takes_callbacks as _takes_callbacks, with_callbacks as _with_callbacks
+from .nosource import PROXY as _PROXY, Globals as _Globals, reads_globals_only as _reads_globals_only, takes_callbacks as _takes_callbacks, with_callbacks as _with_callbacks
 from .transform import CALL, Calls, Mangle, convert, effects
 from .standins import standin, volatile
 from .usercode import _STDLIB, LIBRARIES, is_user_code, module_file as _module_file  # noqa: F401

@@ -16,7 +16,7 @@ import warnings
 
 import numpy as np
 
-from .. import ops
+from . import names as ops
 from ..errors import ScalarUsedAsArray, TraceError
 from . import linalg, nanfuncs, numpy_fns, registry, unshaped  # noqa: F401  (they fill registry.TABLE)
 from .lazy import LazyArray, Unrollable

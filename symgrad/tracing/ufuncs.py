@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from .. import ops
+from . import names as ops
 from ..errors import TraceError
 from . import dtypes, lazy, lazy_numpy, registry, sumorder, unshaped, values
 from .registry import element_of, ufunc_name

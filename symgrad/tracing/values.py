@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from .. import ops
+from . import names as ops
 from ..errors import TraceError
 from . import registry
 

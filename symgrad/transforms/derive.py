@@ -17,7 +17,7 @@ from collections import defaultdict
 from ..errors import CompileError
 from ..ir.graph import LEAVES, Graph, double
 from ..ir.ops import OPS
-from ..program import Program
+from ..ir.program import Program
 
 
 def partials(g: Graph, t):

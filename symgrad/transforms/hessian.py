@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from ..ir.graph import Graph
-from ..program import Program
+from ..ir.program import Program
 from .derive import check_scalar, active, arg_nodes, grad, partials, reverse, times
 
 
@@ -26,7 +26,7 @@ def template(shape):
     """(graph, node, operands) of op ``shape[0]`` whose operands are ``shape[1:]``: a constant's
     node where given, else a fresh leaf (argument k); the node is not of that op where its
     operands fold."""
-    from ..program import Arg, Program
+    from ..ir.program import Arg, Program
     h = Graph(Program((), (), ()))
     ops = [h.node(*c) if c is not None else h.node("arg", k, 0) for k, c in enumerate(shape[1:])]
     h.args = [Arg(f"o{k}", ()) for k in range(len(ops))]

@@ -88,7 +88,7 @@ def _sparse_loops():
 
 def _build_hvp(prog, nums, ctx):
     from . import derive
-    from ..program import tangent_names
+    from ..ir.program import tangent_names
     return derive.hvp(prog, nums, tangent_names([a.name for a in prog.args], nums),
                       derive.without_value(ctx.value_and_grad()))
 
@@ -119,7 +119,7 @@ def _loops_second(outs, large, shapes, nums, count):
 
 
 def _shift(structure, by):
-    from ..calling import shift
+    from ..call.calling import shift
     return shift(structure, by)
 
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..errors import CompileError
 from ..ir.graph import LEAVES, Graph
-from ..program import Program
+from ..ir.program import Program
 from .derive import arg_nodes, check_scalar, partials, reverse
 from . import sparsity_loops
 from .hessian import _second, edge_push, operand_shape, template

@@ -30,7 +30,7 @@ import numpy as np
 from ..errors import CompileError
 from ..ir.evaluate import evaluate
 from ..ir.graph import LEAVES, Graph
-from ..program import Program
+from ..ir.program import Program
 from .derive import _guarded, active, arg_nodes, reverse
 from .hessian import edge_push
 

@@ -281,7 +281,7 @@ def test_a_cycle_through_a_subclass_of_the_base_type_is_collected_without_harm()
     traverse did, so the collector could clear a class still in use."""
     import gc
 
-    from symgrad.library import Callable
+    from symgrad.build.library import Callable
 
     class Sub(Callable):
         def _call(self, *a):

@@ -170,7 +170,7 @@ def test_forgetting_shapes_says_which_argument_and_what_to_pass():
 
 
 def test_build_compiles_now_and_reports_long_stages(caplog, monkeypatch):
-    from symgrad import source
+    from symgrad.pipeline import source
     monkeypatch.setattr(logging.getLogger("symgrad.progress"), "propagate", True)
     monkeypatch.setattr(source, "PROGRESS_SECONDS", 0.0)
     F = symgrad.compile(lambda x: sum(math.atan(x[i] * x[i - 1]) for i in range(6)), shapes=[(6,)])

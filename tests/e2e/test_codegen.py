@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import symgrad
-from symgrad.codegen import sources
+from symgrad.extras.codegen import sources
 from helpers import ROOT
 
 import bench_cases  # noqa: E402  (examples/, on the path through helpers)
@@ -395,7 +395,7 @@ def test_cli_messages_use_the_command_lines_spellings(tmp_path, module):
     assert "shapes=" not in r.stderr.replace(r.stderr[r.stderr.find("`"):r.stderr.rfind("`") + 1], "")
     r = cli("generate", f"{module}:rosen", "--out", tmp_path / "o", "--shapes", "[(2,), (3,)]", cwd=tmp_path)
     assert r.returncode == 1 and "error: --shapes gives 2 argument shapes" in r.stderr, r.stderr
-    from symgrad.cli import cli_spelling
+    from symgrad.extras.cli import cli_spelling
     assert cli_spelling("pass shapes=[(3,)] (or shapes=[()]); shapes= was not given at `f(shapes=[1])`") == \
         'pass --shapes "[(3,)]" (or --shapes "[()]"); --shapes was not given at `f(shapes=[1])`'
     assert cli_spelling("compile it with options=symgrad.Options(loop_min_size=0), dtype='float32'") == \

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import symgrad
-from symgrad import pipeline
+from symgrad.pipeline import stages as pipeline
 
 
 def suggested(F, **names):

@@ -11,8 +11,8 @@ import sympy as sp
 from helpers import pairs10
 
 import symgrad
-from symgrad import build
-from symgrad.calling import Stores as _Stores
+from symgrad.build import compile as build
+from symgrad.call.calling import Stores as _Stores
 from symgrad.options import DEFAULT
 from symgrad.render import TARGETS, render
 
@@ -345,7 +345,7 @@ def test_fixed_entry_table_is_not_miscompiled():
 def test_a_compiler_without_a_preferred_vector_width_builds_long_kernels(monkeypatch, tmp_path):
     """GCC before 8 knows no -mprefer-vector-width (block_flags of a kernel past
     Options.block_vector_ops): the kernel is built without it, and computes the same numbers."""
-    from symgrad import pch
+    from symgrad.build import pch
     old = tmp_path / "cc"
     old.write_text("#!/bin/sh\nfor a in \"$@\"; do case \"$a\" in -mprefer-vector-width=*)\n"
                    "  echo \"cc: error: unrecognized command line option '$a'\" >&2; exit 1;; esac; done\n"

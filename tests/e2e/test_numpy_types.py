@@ -305,7 +305,7 @@ def test_the_partial_of_a_sum_of_one_entry_sees_through_its_zero_start():
     """derive.partials takes a node's partial by 0.0 + x as its partial by x (exactly 1 between
     them), so x - (0.0 + x) has no partial by x (a structural 0), not 1 + -1 evaluated."""
     from symgrad.ir.graph import Graph
-    from symgrad.program import Arg, Builder
+    from symgrad.ir.program import Arg, Builder
     from symgrad.transforms.derive import partials
     b = Builder()
     x = b.node("arg", 0, 0)

@@ -12,10 +12,10 @@ import pytest
 
 import symgrad
 from helpers import run_python
-from symgrad import build, pch
+from symgrad.build import compile as build, pch
 from symgrad.render import TARGETS, render
 from symgrad.render.target import units_text
-from symgrad.runtime import csrc_dir
+from symgrad.render.runtime import csrc_dir
 
 
 def ring8(x):
@@ -127,7 +127,7 @@ def test_a_precompiled_header_whose_files_changed_is_not_read(monkeypatch, tmp_p
     with open(os.path.join(args[1], "deps")) as f:
         files = [line.split(" ", 2)[2] for line in f.read().splitlines()]
     assert os.path.join(args[1], pch.HEADER) in files and "/math.h" in " ".join(files)
-    ask = (f"from symgrad import build, pch; pch.DIR = {pch.DIR!r}; "
+    ask = (f"from symgrad.build import compile as build, pch; pch.DIR = {pch.DIR!r}; "
            f"print(pch.include_dirs({cc!r}, {flags!r}, {text!r}, build.machine()))")
     assert run_python(ask, tmp_path, CC=" ".join(cc)).lines == [repr(args)]
     os.utime(os.path.join(args[1], "symgrad_math.h"), ns=(0, 0))
@@ -179,7 +179,7 @@ def test_a_build_that_cannot_start_leaves_no_marker(monkeypatch, own_compiler, s
     """The marker that keeps other processes from building the same .gch goes where the build
     does not start (no shell, or one that cannot fork): they build it at once, not after
     pch.STALE seconds."""
-    from symgrad import spawn
+    from symgrad.build import spawn
     monkeypatch.setattr(spawn, "run", start)
     text = '/* y */\n#include "symgrad_rt.h"\n'
     pch.prepare(own_compiler, _flags(()), text, build.machine())

@@ -7,7 +7,7 @@ import pytest
 import sympy as sp
 
 import symgrad
-from symgrad import source
+from symgrad.pipeline import source
 
 import helpers  # noqa: F401  (puts examples/ on the path)
 import bench_cases  # noqa: E402

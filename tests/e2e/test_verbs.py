@@ -339,7 +339,7 @@ def test_grad_and_value_and_grad_share_one_compiled_kernel(caplog, monkeypatch):
     standalone gradient prints the same statements. A small program's pair keep a kernel each."""
     import logging
 
-    from symgrad import source
+    from symgrad.pipeline import source
     monkeypatch.setattr(logging.getLogger("symgrad.progress"), "propagate", True)
     monkeypatch.setattr(source, "PROGRESS_SECONDS", 0.0)
     rng = np.random.default_rng(11)
@@ -406,7 +406,7 @@ def test_build_of_several_kinds_is_one_c_compile(caplog, monkeypatch, cache_dir)
     import logging
     import os
 
-    from symgrad import source
+    from symgrad.pipeline import source
     monkeypatch.setattr(logging.getLogger("symgrad.progress"), "propagate", True)
     monkeypatch.setattr(source, "PROGRESS_SECONDS", 0.0)
 

@@ -20,7 +20,7 @@ def pair(p, w):
 
 
 def test_every_derivative_over_chunks_matches_the_direct_call():
-    import symgrad.dask as sd
+    import symgrad.extras.dask as sd
     F = symgrad.compile(pair, shapes=[(2,), ()])
     P = np.random.default_rng(0).uniform(-1, 1, (1000, 2))
     W = np.linspace(0.5, 1.5, 1000)
@@ -50,7 +50,7 @@ def test_without_dask_the_module_names_the_extra(tmp_path):
 @pytest.mark.slow
 def test_local_cluster_of_two_processes_on_ten_million_points_is_bit_for_bit(tmp_path):
     distributed = pytest.importorskip("distributed")
-    import symgrad.dask as sd
+    import symgrad.extras.dask as sd
     F = symgrad.compile(founding)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
                                   local_directory=str(tmp_path)) as cluster, distributed.Client(cluster) as client:

@@ -8,7 +8,7 @@ sys.modules["symgrad._native"] = None  # as if it had not been built
 import math
 import numpy as np
 import symgrad
-from symgrad import library
+from symgrad.build import library
 assert not library.NATIVE
 
 def f(x):

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from symgrad.ir.evaluate import evaluate
-from symgrad.program import Arg
+from symgrad.ir.program import Arg
 from symgrad.tracing import trace
 from symgrad.transforms import derive, hessian
 

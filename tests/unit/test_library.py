@@ -2,7 +2,7 @@
 copy of Options.one_point), read from ELF tables without a C compiler."""
 import pytest
 
-from symgrad.library import one_variant_each, undefined_symbols
+from symgrad.build.library import one_variant_each, undefined_symbols
 
 
 @pytest.mark.parametrize("names, agree", [

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from symgrad.ir.evaluate import evaluate
-from symgrad.program import Arg, Builder, Output, const_key, const_value
+from symgrad.ir.program import Arg, Builder, Output, const_key, const_value
 from symgrad.tracing import trace
 
 from helpers import run_python

@@ -12,7 +12,7 @@ import pytest
 
 import symgrad
 from helpers import run_python  # (puts examples/ on the path)
-from symgrad import estimate, pipeline, source, ticker
+from symgrad.pipeline import estimate, stages as pipeline, source, ticker
 
 import bench_cases  # noqa: E402
 
@@ -84,7 +84,7 @@ def test_silenced_stages_say_nothing(lines, monkeypatch):
 
 
 TICKING_STAGE = """
-from symgrad import source, ticker
+from symgrad.pipeline import source, ticker
 import time
 ticker.PERIOD = 0.1
 with source.stage("f", "C compile"):

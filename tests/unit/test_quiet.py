@@ -3,7 +3,7 @@ not; anything else warns, naming the variable and what it takes, and leaves them
 import pytest
 
 from helpers import run_python
-from symgrad import source
+from symgrad.pipeline import source
 
 
 @pytest.mark.parametrize("value, quiet", [
@@ -22,7 +22,7 @@ def test_other_values_warn_and_leave_the_progress_lines_on(value):
 
 
 SLOW_STAGE = """
-from symgrad.source import stage
+from symgrad.pipeline.source import stage
 with stage("f", "differentiate", expect=lambda: (10**6, 50.0)):  # said to take 50 s: reported at its start
     pass
 print("done")

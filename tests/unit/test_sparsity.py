@@ -8,7 +8,7 @@ import pytest
 
 from symgrad.errors import CompileError
 from symgrad.ir.evaluate import evaluate
-from symgrad.program import Arg, Builder, Output
+from symgrad.ir.program import Arg, Builder, Output
 from symgrad.tracing import trace
 from symgrad.transforms import derive, hessian, sparsity
 

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from symgrad import spawn
+from symgrad.build import spawn
 
 
 def test_output_and_exit_code_of_a_program():

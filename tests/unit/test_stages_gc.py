@@ -9,7 +9,7 @@ import pytest
 
 import symgrad
 from symgrad import options, render
-from symgrad.source import PAUSES_GC, stage
+from symgrad.pipeline.source import PAUSES_GC, stage
 from symgrad.tracing import trace
 from symgrad.transforms import derive, hessian, optimize
 

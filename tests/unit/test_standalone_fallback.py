@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import symgrad
-from symgrad.codegen import sources
+from symgrad.extras.codegen import sources
 
 W = np.linspace(0.5, 1.5, 500)
 

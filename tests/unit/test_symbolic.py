@@ -9,12 +9,12 @@ from sympy.codegen import cfunctions as cf
 from sympy.logic.boolalg import ITE
 
 import symgrad
-from symgrad import realfns as R
+from symgrad.edges import realfns as R
 from symgrad.ir.evaluate import evaluate
 from symgrad.ir.ops import OPS
-from symgrad.program import Arg, Builder, Output
-from symgrad.symbolic import to_sympy
-from symgrad.sympy_input import _FUNCS, program_from_sympy
+from symgrad.ir.program import Arg, Builder, Output
+from symgrad.edges.to_sympy import to_sympy
+from symgrad.edges.from_sympy import _FUNCS, program_from_sympy
 
 X, Y = sp.symbols("x y", real=True)
 VALUED = sorted(n for n, o in OPS.items() if not o.condition and n != "select")

@@ -19,9 +19,9 @@ import stat
 import time
 from pathlib import Path
 
-from . import forksafe
+from .. import forksafe
 from .cachedir import POSIX, directory, private_dir, warn_once
-from .errors import CacheError, CompileError
+from ..errors import CacheError, CompileError
 
 FORMAT = 2  # 2: plain shared libraries (library.py); 1 was cffi extension modules
 EXT = ".so"

@@ -11,7 +11,7 @@ from math import prod
 
 import numpy as np
 
-from .render.target import TARGETS
+from ..render.target import TARGETS
 
 # Inputs that must be copied (broadcast, strided, misaligned) are copied this many bytes of
 # points at a time, so a broadcast input never costs the memory of the whole batch.

@@ -18,8 +18,8 @@ import sympy as sp
 from sympy.codegen import cfunctions as cf  # noqa: F401  (the registry's sympy forms read m.cf)
 
 from . import realfns as R
-from .ir import ops as _registry
-from .program import Program, const_value
+from ..ir import ops as _registry
+from ..ir.program import Program, const_value
 
 
 @dataclass(frozen=True)

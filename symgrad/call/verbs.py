@@ -4,8 +4,8 @@ methods ``F.<kind>_sparsity(argnums)``, and ``J.pattern()``, a Jacobian's or Hes
 pattern (sparse.py)."""
 from __future__ import annotations
 
-from .signature import checked_keywords
-from .transforms.kinds import KINDS
+from ..signature import checked_keywords
+from ..transforms.kinds import KINDS
 
 
 class Verb:
@@ -32,7 +32,7 @@ class Verb:
 
 def install(cls):
     """The verbs of every kind in the registry, on class ``cls`` (symgrad.Function)."""
-    from .library import NATIVE, _native
+    from ..build.library import NATIVE, _native
     from .sparse import own_pattern, pattern_method
     verb = _native.Verb if NATIVE else Verb
     for k in KINDS.values():

@@ -17,7 +17,7 @@ from sympy.logic.boolalg import ITE
 from sympy.codegen import cfunctions as cf
 
 from . import realfns as R
-from .program import Arg, Builder, Output, no_double
+from ..ir.program import Arg, Builder, Output, no_double
 
 
 def _leaves(item):

@@ -24,7 +24,7 @@ def reduce(fn):
     runs = fn._runs()
     if runs._kernel is not None:
         state["kernel"] = (runs._kernel_bits, runs._kernel)
-    from . import build, cache
+    from ..build import compile as build, cache
     key = fn.key
     shipped = cache.library_bytes(key)  # read once per process, None if never loaded here
     if shipped is not None:
@@ -41,7 +41,7 @@ def restore(fmt, version, digest, state, function, source):
     against this symgrad (an older or newer one may trace, differentiate or lay out results
     otherwise) before its state (bytes) is rebuilt. A shipped library is kept for
     Function._library, which uses it only for the key it was built for."""
-    from . import build
+    from ..build import compile as build
     if fmt != PICKLE_FORMAT or version != build.VERSION:
         raise pickle.UnpicklingError(
             f"this pickle holds a Function of symgrad {version} (pickle format {fmt}), but this is symgrad "
@@ -61,7 +61,7 @@ def restore(fmt, version, digest, state, function, source):
             runs._kernel, runs._kernel_bits = kernel, bits
     if isinstance(state.get("library"), dict):
         f._shipped = state["library"]
-    from .transforms.kinds import kind
+    from ..transforms.kinds import kind
     if "loops_program" in state and f._steps and kind(f._steps[-1][0]).sparse:  # its sparse form of the loops
         f._derived["sparse"] = function(state["name"], source(program=state["loops_program"]), state["dtype"],
                                         args=state["args"], options=state["options"], steps=state["steps"],

@@ -7,7 +7,7 @@ import re
 import struct
 
 try:
-    from . import _native
+    from .. import _native
 except ImportError:  # not built (no compiler at install time, a plain checkout): ctypes
     _native = None
 
@@ -132,7 +132,7 @@ _VARIANT = re.compile(r"_ZGV[a-z][NM][0-9]+[a-z]+_(\w+)$")  # a vector variant (
 def one_variant_each(names):
     """Whether, among symbol ``names``, each C maths function with vector variants
     (render.target.VECTOR_FUNCTIONS, double's and float's) is named once: as itself or as one variant."""
-    from .render.target import VECTOR_FUNCTIONS
+    from ..render.target import VECTOR_FUNCTIONS
     seen = {}
     for name in names:
         m = _VARIANT.match(name)

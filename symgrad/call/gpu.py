@@ -8,7 +8,7 @@ from __future__ import annotations
 from math import prod
 
 from .calling import nest
-from .render.target import TARGETS
+from ..render.target import TARGETS
 
 THREADS = 256
 

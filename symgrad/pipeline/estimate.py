@@ -74,7 +74,7 @@ def _cpus():
 
 def second_order(kind_name):
     """Whether a derivative kind builds second derivatives (Hessian, its sparse form, hvp)."""
-    from .transforms.kinds import kind
+    from ..transforms.kinds import kind
     return "Hessian" in kind(kind_name).words
 
 
@@ -99,7 +99,7 @@ def compile_seconds(kernels, cpus=None):
     """Seconds of the C compile of render.Kernels ``kernels`` into one library, as build.py runs
     it: their sources one unit, each tail and part a unit of its own (tails join the source on one
     core), compiled on every usable core, the largest first, then linked and loaded."""
-    from .render.target import TARGETS
+    from ..render.target import TARGETS
     cpus = cpus or _cpus()
     large = any(set(TARGETS["cpu", "float64"].large_flags) <= set(k.cflags) for k in kernels)
     source = "\n".join(k.source for k in kernels)

@@ -141,7 +141,7 @@ def own_pattern(self, *, lower=False):
     scipy.sparse.csr_array (without scipy: (rows, cols, shape)) of the entries that
     ``J(..., sparse=True)`` computes. ``lower=True``: a Hessian's lower triangle, what
     ``sparse='lower'`` computes. (``J.jacobian_sparsity()`` is the pattern of J's own Jacobian.)"""
-    from .transforms.kinds import kind
+    from ..transforms.kinds import kind
     if not self._steps or kind(self._steps[-1][0]).sparse is None:
         raise ValueError(f"{self._what}: pattern() is the pattern of a Jacobian or Hessian; of a function, write "
                          "F.jacobian_wrt(argnums).pattern() or F.jacobian_sparsity(argnums) (likewise hessian)")

@@ -15,10 +15,11 @@ import sysconfig
 from functools import lru_cache
 from pathlib import Path
 
-from . import cache, forksafe, spawn
-from .errors import CompileError
-from .render.target import TARGETS, units_text
-from .runtime import csrc_dir
+from . import cache, spawn
+from .. import forksafe
+from ..errors import CompileError
+from ..render.target import TARGETS, units_text
+from ..render.runtime import csrc_dir
 
 VERSION = "0.1.0"
 _lock = forksafe.RLock()  # guards _building and _asked
@@ -70,9 +71,10 @@ def source_digest():
     """Hash of symgrad's own source (Python and C runtime): what traces, differentiates and
     renders. A changed symgrad never reuses another's kernels or unpickles its Functions."""
     h = hashlib.sha256()
-    root = Path(__file__).resolve().parent
+    root = Path(__file__).resolve().parents[1]  # the symgrad package
     for path in sorted(root.rglob("*.py")) + sorted(csrc_dir().glob("*.[ch]")):
-        h.update(path.name.encode() + b"\0" + path.read_bytes())
+        name = path.relative_to(root) if path.is_relative_to(root) else path.name
+        h.update(str(name).encode() + b"\0" + path.read_bytes())
     h.update(VERSION.encode())
     return h.hexdigest()
 

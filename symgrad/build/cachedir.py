@@ -11,8 +11,8 @@ import stat
 import warnings
 from pathlib import Path
 
-from . import forksafe
-from .errors import CacheError, CacheWarning
+from .. import forksafe
+from ..errors import CacheError, CacheWarning
 
 POSIX = hasattr(os, "getuid")
 _lock = forksafe.RLock()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from . import calling
+from ..call import calling
 from . import estimate
 from .source import stage
 
@@ -23,7 +23,7 @@ def derived(fn, steps=None):
 
 def pattern(fn):
     """The sparsity.Pattern of sparse Function ``fn``: of the program its earlier steps make."""
-    from .transforms.kinds import kind as kind_of
+    from ..transforms.kinds import kind as kind_of
     prog = derived(fn, len(fn._steps) - 1)
     kind, nums = fn._steps[-1]
     with stage(fn.c_name, "sparsity pattern"):
@@ -32,8 +32,8 @@ def pattern(fn):
 
 def _step(fn, prog, kind, nums, before):
     """One derivative of ``prog`` (the program of the steps ``before``), built by its kind."""
-    from .transforms import derive
-    from .transforms.kinds import SHARED, kind as kind_of
+    from ..transforms import derive
+    from ..transforms.kinds import SHARED, kind as kind_of
 
     class Context:
         @staticmethod
@@ -86,7 +86,7 @@ def hvp_route(fn, seconds):
     entries and one of its stages is expected to take ``seconds`` >= HVP_ROUTE_SECONDS: the one
     batched Hessian-vector product call that builds the same matrix (p tangents, the rows of
     the identity, each with the argument broadcast; kinds.py's hvp: by every argument), else ""."""
-    from .transforms.kinds import KINDS, kind as kind_of
+    from ..transforms.kinds import KINDS, kind as kind_of
     if seconds < HVP_ROUTE_SECONDS or len(fn._steps) != 1 or len(fn.args) != 1:
         return ""
     name, nums = fn._steps[0]
@@ -110,8 +110,8 @@ def optimized(fn):
     """The optimised program every target prints. A gradient's is its value_and_grad kernel's
     without the value (Function._runs): the standalone C prints the statements of the
     in-process kernel (the same bits, libm permitting)."""
-    from .errors import CompileError
-    from .transforms.optimize import optimize, only
+    from ..errors import CompileError
+    from ..transforms.optimize import optimize, only
     shapes = fn.result_shapes()
     if fn._runs() is not fn:
         full = fn._runs().optimized()
@@ -126,13 +126,13 @@ def optimized(fn):
 
 def kernel(fn):
     """(the in-process CPU kernel, the vector width it was rendered for)."""
-    from .build import vector_bits
-    from .render import pick, render
+    from ..build.compile import vector_bits
+    from ..render import pick, render
     prog = fn.optimized()
     with stage(fn.c_name, "generate C", expect=expect(fn, "generate C", prog)):
         target = pick("cpu", fn.dtype, fn.options)
         if fn.loops:
-            from .render.loops import render_loops
+            from ..render.loops import render_loops
             return render_loops(prog, fn.c_name, target, fn.options, title=fn.title), vector_bits()
         return render(prog, fn.c_name, target, vector_bits(), fn.options, title=fn.title,
                       optional=fn._optional, fixed_group=1 if fn._sparse_kind else 4), vector_bits()
@@ -143,7 +143,7 @@ def library(fn):
     else the library a pickle shipped for this very key (made a cache entry), else built now.
     The library itself says what it computes (its kernel, dtype and result shapes); one that
     says otherwise than ``fn`` expects is discarded and rebuilt."""
-    from . import build, cache
+    from ..build import compile as build, cache
     key, f = fn.key, fn._runs()
     meta = f._meta()
     lib = build.load(key)
@@ -173,7 +173,7 @@ def build_together(fns):
     """Compile the kernels of Functions ``fns`` not built yet into one library per set of
     compiler flags (build.build_many: one C compile each, in parallel): the Python stages one
     after another, then the compilers."""
-    from . import build
+    from ..build import compile as build
     groups = {}
     for f in {f.key: f for f in fns}.values():
         shipped = f.__dict__.get("_shipped") or {}

@@ -10,7 +10,8 @@ import time
 import weakref
 from contextlib import contextmanager, nullcontext
 
-from . import forksafe, ticker
+from .. import forksafe
+from . import ticker
 
 
 def progress():
@@ -149,7 +150,7 @@ class Source:
                 if self.method:
                     raise TypeError(f"{name} is a method: call it on an instance, obj.{name}(...) (it is "
                                     "traced with that instance as self)")
-                from .tracing import trace
+                from ..tracing import trace
                 with stage(name, "trace"):
                     self._program = trace(self.fn, self.shapes, self.prefix, self.spec, self.consts,
                                           self.loop_min, self.dtype)
@@ -164,7 +165,7 @@ class Source:
         with self._lock:
             if self._unrolled is None:
                 if self.fn is None:
-                    from .errors import CompileError
+                    from ..errors import CompileError
                     raise CompileError(f"{name}: {why}; that needs the Python function traced again element by "
                                        "element, which a Function made from a program (a pickle, from_sympy) does "
                                        "not have: use the function itself, or pickle a Function compiled with "
@@ -185,7 +186,7 @@ class Source:
         for copy, original in zip(prog.data, getattr(prog, "originals", ())):
             if np.shape(original) != copy.shape or not np.array_equal(np.asarray(original, dtype=copy.dtype), copy,
                                                                         equal_nan=copy.dtype.kind == "f"):
-                from .errors import CompileError
+                from ..errors import CompileError
                 raise CompileError(f"{name}: an array it reads (shape {copy.shape}) changed after it was traced; "
                                    "this derivative needs it traced again, which would mix the old values and the "
                                    "new: compile the function again (symgrad.compile) after changing its data")

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .errors import CompileError
+from ..errors import CompileError
 
 
 def csrc_dir() -> Path:
-    here = Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parents[1]  # the symgrad package
     for d in (here.parent / "csrc", here / "csrc"):
         if (d / "symgrad_rt.h").exists():
             return d

@@ -27,7 +27,7 @@ import os
 import re
 import sys
 
-from .transforms.kinds import DEFAULT_KERNELS, VALUE, kernel_kinds, kind as kind_of, nth_name
+from ..transforms.kinds import DEFAULT_KERNELS, VALUE, kernel_kinds, kind as kind_of, nth_name
 
 
 SHOW_LIMIT = 400  # operations of a closed form worth printing; larger: the straight-line program
@@ -90,8 +90,8 @@ def _shapes(text):
 
 
 def _parser():
-    from . import __version__
-    from .options import DEFAULT
+    from .. import __version__
+    from ..options import DEFAULT
     p = argparse.ArgumentParser(prog="symgrad", description="Exact derivatives of plain Python functions, as C.")
     p.add_argument("--version", action="version", version=f"symgrad {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
@@ -148,7 +148,7 @@ def _generate(a, F):
             raise Usage(f"--derivative needs an order of at least 1, got {n}")
     if not kinds:
         kinds = list(DEFAULT_KERNELS)
-    from .render.target import c99_build
+    from ..render.target import c99_build
     paths = write_files(a.out, sources(F, kinds, a.name, a.cuda))
     for path in paths:
         print(path)
@@ -167,7 +167,7 @@ def _show(a, F):
         print(f"# its arrays stayed loops (those of at least {F.options.loop_min_size} entries): "
               "--loop-min-size 0 shows it element by element")
     else:
-        from .symbolic import to_sympy
+        from ..edges.to_sympy import to_sympy
         before, after = G.derived(), G.optimized()
         if to_sympy(after).inlined(SHOW_LIMIT) is not None:
             expr = G.expr
@@ -229,7 +229,7 @@ def _raised_by_symgrad(e):
         return True  # (Usage: made here)
     while tb.tb_next is not None:
         tb = tb.tb_next
-    return tb.tb_frame.f_code.co_filename.startswith(os.path.dirname(os.path.abspath(__file__)) + os.sep)
+    return tb.tb_frame.f_code.co_filename.startswith(os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep)
 
 
 # What the library's messages say in Python (its keywords) -> what the command line takes

@@ -22,8 +22,9 @@ import sys
 import time
 from functools import lru_cache
 
-from . import cachedir, forksafe
-from .runtime import csrc_dir
+from . import cachedir
+from .. import forksafe
+from ..render.runtime import csrc_dir
 
 HEADER = "symgrad_rt.h"
 GCH = HEADER + ".gch"
