@@ -5,7 +5,7 @@ machine or many; only the scheduler address changes.
     python examples/dask_cluster.py --scheduler tcp://10.0.0.5:8786   # an existing cluster
 
 Needs `pip install 'symgrad[dask]'` here and on every worker (plus a C compiler there, or
-the kernels in each worker's cache: see README, "Sharing the cache"). The Function travels
+the kernels in each worker's cache: see docs/cache.md, "Sharing"). The Function travels
 to the workers by pickle (its traced program and kernel source, never the Python code), so
 the function below may live in a script or a notebook that the workers cannot import."""
 from __future__ import annotations

@@ -503,7 +503,7 @@ def python_runs(tree, style, where, rng):
 def refused(tree, style, where):
     """Whether symgrad refuses to trace the function by design: a complex number of Python's
     (``(-1.5) ** 1.5`` in a branch not taken at the points where plain Python runs) combined
-    with a traced value raises TraceError (README: what is not traced). Not a function to test."""
+    with a traced value raises TraceError (docs/tracing.md: refused). Not a function to test."""
     fn = load(Source(style).module([tree]), where).fuzz
     try:
         symgrad.compile(fn, None if style == "scalars" else [(3,)]).program

@@ -1,5 +1,5 @@
-"""The functions README's command line examples name (`symgrad generate examples/model.py:seed
-...`, run from the repository root): plain Python, nothing of symgrad's."""
+"""The functions the command lines of README and docs/build-time.md name (`symgrad generate
+examples/model.py:seed ...`, run from the repository root): plain Python, nothing of symgrad's."""
 import math
 
 
@@ -9,5 +9,5 @@ def seed(x):
 
 
 def rosen(x):
-    """The Rosenbrock function of an array (README: 8 entries, --shapes "[(8,)]")."""
+    """The Rosenbrock function of an array (docs/build-time.md: 8 entries, --shapes "[(8,)]")."""
     return sum(100.0 * (x[i + 1] - x[i] ** 2) ** 2 + (1 - x[i]) ** 2 for i in range(len(x) - 1))

@@ -3,4 +3,5 @@ import sys
 
 from .extras.cli import main
 
-sys.exit(main())
+if __name__ == "__main__":  # imported (by a documentation tool, say), it runs nothing
+    sys.exit(main())
