@@ -81,22 +81,13 @@ def from_sympy(exprs, args, *, dtype="float64", name="sympy_f", options=None):
                     options=options)
 
 
-def _verb(kind):
-    def verb(f, argnums=None, shapes=None, *, dtype=None, options=None):
-        F = compile(f, shapes, dtype=dtype, options=options)
-        return F._derive(kind, argnums)
-    verb.__name__ = verb.__qualname__ = kind
-    verb.__doc__ = (f"``{kind}`` of ``f`` w.r.t. ``argnums`` (default: every argument) as a compiled "
-                    f"Function; see Function.{kind}.")
-    return _checked_keywords(f"symgrad.{kind}")(verb)
-
-
 def _verbs():
     """symgrad.grad, .jacobian, ...: one verb per kind the registry marks (transforms/kinds.py)."""
+    from .call.verbs import module_verb
     from .transforms.kinds import KINDS
     for k in KINDS.values():
         if k.verb:
-            globals()[k.name] = _verb(k.name)
+            globals()[k.name] = module_verb(k.name, compile)
             __all__.append(k.name)
 
 

@@ -1,7 +1,9 @@
 """The derivative verbs of a Function, made from the kind registry (transforms/kinds.py): the
 property ``F.<kind>`` (every argument), the method ``F.<kind>_wrt(argnums)``, the pattern
 methods ``F.<kind>_sparsity(argnums)``, and ``J.pattern()``, a Jacobian's or Hessian's own
-pattern (sparse.py)."""
+pattern (sparse.py); and the module verbs ``symgrad.<kind>(f, argnums)``. They reach a
+Function's derivatives through ``F._derive(kind, argnums)``, the protocol that
+csrc/symgrad_call.c's Verb calls too."""
 from __future__ import annotations
 
 from ..signature import checked_keywords
@@ -59,3 +61,14 @@ def _by_argnums(name, stacks):
         def wrt(self, argnums):
             return self._derive(name, argnums)
     return wrt
+
+
+def module_verb(kind, compile):
+    """``symgrad.<kind>(f, argnums)``: ``kind`` of ``compile(f)`` by ``argnums``."""
+    def verb(f, argnums=None, shapes=None, *, dtype=None, options=None):
+        F = compile(f, shapes, dtype=dtype, options=options)
+        return F._derive(kind, argnums)
+    verb.__name__ = verb.__qualname__ = kind
+    verb.__doc__ = (f"``{kind}`` of ``f`` w.r.t. ``argnums`` (default: every argument) as a compiled "
+                    f"Function; see Function.{kind}.")
+    return checked_keywords(f"symgrad.{kind}")(verb)

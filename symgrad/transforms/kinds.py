@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Optional
 
+from ..structure import shift
 
 
 @dataclass(frozen=True)
@@ -69,16 +70,24 @@ def _build_hessian(prog, nums, ctx):
     return hessian.hessian(prog, nums)
 
 
-def _sparse(name):
-    """(pattern, build) of the sparse kind of sparsity.py's ``name``_pattern and ``name``."""
-    def pattern(prog, nums):
-        from . import sparsity
-        return getattr(sparsity, f"{name}_pattern")(prog, nums)
+def _jacobian_pattern(prog, nums):
+    from . import sparsity
+    return sparsity.jacobian_pattern(prog, nums)
 
-    def build(prog, nums, ctx):
-        from . import sparsity
-        return getattr(sparsity, name)(prog, nums, ctx.pattern())  # (the Function's, read once)
-    return pattern, build
+
+def _build_jacobian_sparse(prog, nums, ctx):
+    from . import sparsity
+    return sparsity.jacobian(prog, nums, ctx.pattern())  # (the Function's, read once)
+
+
+def _hessian_pattern(prog, nums):
+    from . import sparsity
+    return sparsity.hessian_pattern(prog, nums)
+
+
+def _build_hessian_sparse(prog, nums, ctx):
+    from . import sparsity
+    return sparsity.hessian(prog, nums, ctx.pattern())
 
 
 def _sparse_loops():
@@ -118,11 +127,6 @@ def _loops_second(outs, large, shapes, nums, count):
     return ["plain"] * count
 
 
-def _shift(structure, by):
-    from ..call.calling import shift
-    return shift(structure, by)
-
-
 def _each_leaf(structure, f):
     return f(structure) if isinstance(structure, int) else tuple(_each_leaf(s, f) for s in structure)
 
@@ -139,11 +143,11 @@ KINDS = {k.name: k for k in (
     Kind(SHARED, "value and gradient of ", True,
          lambda outs, args, nums: [()] + [args[i] for i in nums], _build_vg,
          lambda o, lg, sh, nums: _loops_grad(o, lg, sh, nums, True),
-         structure=lambda own, by, m: (0, _shift(by, 1)), verb=True,
+         structure=lambda own, by, m: (0, shift(by, 1)), verb=True,
          doc="(value, gradient), computed by one kernel that shares subexpressions."),
     Kind("jacobian", "Jacobian of ", False, lambda outs, args, nums: [o + args[i] for o in outs for i in nums],
          _build_jac, _loops_jacobian,  # each result becomes its Jacobian by each argument
-         structure=lambda own, by, m: _each_leaf(own, lambda i: _shift(by, i * m)), verb=True,
+         structure=lambda own, by, m: _each_leaf(own, lambda i: shift(by, i * m)), verb=True,
          stacked="jacobian_stacked", sparse="jacobian_sparse",
          doc="Jacobian: result core shape = output shape + argument shape (a tuple over arguments).",
          wrt="Jacobian by the arguments ``argnums`` (default: all). ``stack=True``: one array of core shape "
@@ -155,8 +159,8 @@ KINDS = {k.name: k for k in (
                   "F.jacobian(..., sparse=True) computes."),
     Kind("jacobian_stacked", "stacked Jacobian of ", False, _stacked, _build_jac_stacked, None,
          structure=lambda own, by, m: own, public=False, sparse="jacobian_sparse"),
-    Kind("jacobian_sparse", "sparse Jacobian of ", False, None, _sparse("jacobian")[1], lambda o, lg, sh, nums: ["plain"],
-         structure=lambda own, by, m: 0, public=False, generated=True, last=True, pattern=_sparse("jacobian")[0],
+    Kind("jacobian_sparse", "sparse Jacobian of ", False, None, _build_jacobian_sparse, lambda o, lg, sh, nums: ["plain"],
+         structure=lambda own, by, m: 0, public=False, generated=True, last=True, pattern=_jacobian_pattern,
          exact=lambda prog, nums: _sparse_loops().jacobian_supported(prog, nums)),
     Kind("hessian", "Hessian of ", True, lambda outs, args, nums: [args[i] + args[j] for i in nums for j in nums],
          _build_hessian, lambda o, lg, sh, nums: _loops_second(o, lg, sh, nums, len(nums) ** 2),
@@ -167,9 +171,9 @@ KINDS = {k.name: k for k in (
          sparsity="Which entries of the Hessian by ``argnums`` (default: all) are not identically zero, as "
                   "jacobian_sparsity; ``lower=True``: its lower triangle, what F.hessian(..., sparse='lower') "
                   "computes.", symmetric=True),
-    Kind("hessian_sparse", "sparse Hessian of ", True, None, _sparse("hessian")[1],
+    Kind("hessian_sparse", "sparse Hessian of ", True, None, _build_hessian_sparse,
          lambda o, lg, sh, nums: ["plain"] if o == ["scalar"] else None,
-         structure=lambda own, by, m: 0, public=False, generated=True, last=True, pattern=_sparse("hessian")[0],
+         structure=lambda own, by, m: 0, public=False, generated=True, last=True, pattern=_hessian_pattern,
          exact=lambda prog, nums: _sparse_loops().supported(prog, nums)),
     Kind("hvp", "Hessian-vector product of ", True, lambda outs, args, nums: [args[i] for i in nums], _build_hvp,
          lambda o, lg, sh, nums: _loops_second(o, lg, sh, nums, len(nums)), public=False, generated=True,
