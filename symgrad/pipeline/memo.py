@@ -49,18 +49,23 @@ class Pipeline:
     def source(self):
         """The Source this spec compiles from: its own, or, where arrays stayed loops that its
         derivatives are not taken of (transforms/kinds.supports), the function traced unrolled."""
-        def decide():
+        return self._traced()[0]
+
+    def traced(self):
+        """The traced program (of source())."""
+        return self._traced()[1]
+
+    def _traced(self):
+        def make():
             s = self.spec
             src, prog = s.source, stages.trace(s.source, s.name)
             if prog.has_loops:
                 from ..transforms.kinds import supports
                 if not supports(prog, s.steps):
                     src = s.source.unrolled(s.name, s.what)
-            return src
-        return self.once("source", decide)
-
-    def traced(self):
-        return stages.trace(self.source(), self.spec.name)
+                    prog = stages.trace(src, s.name)
+            return src, prog
+        return self.once("traced", make)
 
     def derived(self, steps=None):
         """The program of the spec's first ``steps`` derivative steps (all: None), not kept
@@ -163,8 +168,12 @@ class Pipeline:
     def library(self, shipped=None):
         """The loaded library of this spec's own kernel (``shipped``: a pickle's, for its key)."""
         def load():
-            return stages.build(self.key(), lambda: self.kernel()[0], self.meta(), shipped or self.shipped,
-                                lambda kernels: estimate.expect_compile([(self.spec, self.key)], kernels))
+            key, meta = self.key(), self.meta()
+            lib = stages.cached(key, meta, shipped or self.shipped)
+            if lib is None:
+                kernel = self.kernel()[0]
+                lib = stages.build(key, kernel, meta, estimate.expect_compile([(self.spec, self.key)], [kernel]))
+            return lib
         return self.once("library", load)
 
     def built(self):

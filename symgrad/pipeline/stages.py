@@ -1,6 +1,6 @@
 """The stages from a traced program to a call plan, in order, each a function of plain values
 (programs, names, shapes, options; never a Function): trace -> differentiate -> optimize ->
-render -> build -> bind. pipeline/memo.py calls each once per spec and keeps what it
+render -> build -> bind (a kernel found in the cache skips the stages between trace and bind). pipeline/memo.py calls each once per spec and keeps what it
 returns. Each reports itself when it is slow (source.stage; ``expect`` estimates it)."""
 from __future__ import annotations
 
@@ -66,11 +66,10 @@ def render(prog, c_name, dtype, options, title, optional=0, sparse=False, expect
                     fixed_group=1 if sparse else 4), vector_bits()
 
 
-def build(key, kernel, meta, shipped=None, expect=None):
-    """The loaded library of ``key``: from the cache when one was built for it, else the one a
-    pickle shipped for this very key (made a cache entry), else built now from ``kernel()``.
-    The library itself says what it computes; one that says otherwise than ``meta`` is
-    discarded and rebuilt."""
+def cached(key, meta, shipped=None):
+    """The loaded library of ``key`` where one exists (not a stage: a lookup): from the cache,
+    else the one a pickle shipped for this very key (made a cache entry); else None. The
+    library itself says what it computes; one that says otherwise than ``meta`` is discarded."""
     from ..build import compile as builder, cache
     lib = builder.load(key)
     if lib is None and shipped is not None and shipped.get("key") == key:
@@ -79,11 +78,14 @@ def build(key, kernel, meta, shipped=None, expect=None):
         cache.warn_once(("meta", key), f"the cached kernel {key[:12]} describes another kernel; it is rebuilt")
         cache.discard(key)
         lib = None
-    if lib is None:
-        k = kernel()
-        with stage(meta["kernel"], "C compile", lambda: f" ({k.ops} operations)", expect and expect([k])):
-            lib = builder.build_kernel(key, k, meta)
     return lib
+
+
+def build(key, kernel, meta, expect=None):
+    """The library of ``kernel`` (render.Kernel), compiled now, made the cache entry ``key``."""
+    from ..build import compile as builder
+    with stage(meta["kernel"], "C compile", lambda: f" ({kernel.ops} operations)", expect):
+        return builder.build_kernel(key, kernel, meta)
 
 
 def bind(lib, key, c_name, args, count, dtype, structure, options, data=()):
