@@ -13,7 +13,7 @@ from .options import Options
 
 __version__ = "0.1.0"
 __all__ = ["compile", "from_sympy", "derivative", "where", "Function", "Options", "TraceError", "CompileError",
-           "CacheError", "CacheWarning"]  # and the verbs of transforms/kinds.py (_verbs)
+           "CacheError", "CacheWarning"]  # and the verbs of call/verbs.py (_verbs)
 
 
 def compile(f=None, shapes=None, *, dtype=None, options=None):
@@ -82,13 +82,12 @@ def from_sympy(exprs, args, *, dtype="float64", name="sympy_f", options=None):
 
 
 def _verbs():
-    """symgrad.grad, .jacobian, ...: one verb per kind the registry marks (transforms/kinds.py)."""
-    from .call.verbs import module_verb
-    from .transforms.kinds import KINDS
-    for k in KINDS.values():
-        if k.verb:
-            globals()[k.name] = module_verb(k.name, compile)
-            __all__.append(k.name)
+    """symgrad.grad, .jacobian, ...: one verb per kind call/verbs.OFFERS marks."""
+    from .call.verbs import OFFERS, module_verb
+    for name, offer in OFFERS.items():
+        if offer.verb:
+            globals()[name] = module_verb(name, compile)
+            __all__.append(name)
 
 
 _verbs()

@@ -22,7 +22,7 @@ from .pipeline.source import PerObject, Source
 from .pipeline.spec import Spec, c_identifier
 from .signature import TRACED, checked_keywords
 from .tracing.compose import tracing_call
-from .transforms.kinds import VALUE, build_kinds, kind as kind_of, nth_name
+from .transforms.kinds import VALUE, kind as kind_of, nth_name
 
 
 class Function(Callable):
@@ -237,10 +237,10 @@ class Function(Callable):
 
     def build(self, kinds=(VALUE,)):
         """Compile now the kernels of ``kinds`` (names of this Function's derivatives:
-        transforms/kinds.build_kinds) rather than at their first call, into one library (one C
+        call/verbs.build_kinds) rather than at their first call, into one library (one C
         compile; kernels of large programs, compiled with other flags, in one more, in
         parallel). Later kinds add a library without rebuilding these. Returns self."""
-        names = build_kinds()
+        names = verbs.build_kinds()
         fns = []
         for kind in ([kinds] if isinstance(kinds, str) else kinds):
             if kind not in names:

@@ -22,15 +22,16 @@ import os
 import tempfile
 from pathlib import Path
 
-from ..transforms.kinds import DEFAULT_KERNELS
+from ..call.verbs import DEFAULT_KERNELS
 
 __all__ = ["functions", "generate", "pattern_source", "sources", "write_files"]
 
 
 def functions(F, kinds):
     """(kernel kind, Function) for each kind: value, grad, hessian, jacobian, d<N>
-    (transforms/kinds.kernel_kinds)."""
-    from ..transforms.kinds import VALUE, dense_of, kernel_kinds, nth_order
+    (call/verbs.kernel_kinds)."""
+    from ..call.verbs import dense_of, kernel_kinds
+    from ..transforms.kinds import VALUE, nth_order
     offered = kernel_kinds()
     out = []
     for kind in kinds:
