@@ -13,7 +13,7 @@ from .options import Options
 
 __version__ = "0.1.0"
 __all__ = ["compile", "from_sympy", "derivative", "where", "Function", "Options", "TraceError", "CompileError",
-           "CacheError", "CacheWarning"]  # and the verbs of transforms/kinds.py (_verbs)
+           "CacheError", "CacheWarning"]  # and the verbs of call/verbs.py (_verbs)
 
 
 def compile(f=None, shapes=None, *, dtype=None, options=None):
@@ -81,23 +81,13 @@ def from_sympy(exprs, args, *, dtype="float64", name="sympy_f", options=None):
                     options=options)
 
 
-def _verb(kind):
-    def verb(f, argnums=None, shapes=None, *, dtype=None, options=None):
-        F = compile(f, shapes, dtype=dtype, options=options)
-        return F._derive(kind, argnums)
-    verb.__name__ = verb.__qualname__ = kind
-    verb.__doc__ = (f"``{kind}`` of ``f`` w.r.t. ``argnums`` (default: every argument) as a compiled "
-                    f"Function; see Function.{kind}.")
-    return _checked_keywords(f"symgrad.{kind}")(verb)
-
-
 def _verbs():
-    """symgrad.grad, .jacobian, ...: one verb per kind the registry marks (transforms/kinds.py)."""
-    from .transforms.kinds import KINDS
-    for k in KINDS.values():
-        if k.verb:
-            globals()[k.name] = _verb(k.name)
-            __all__.append(k.name)
+    """symgrad.grad, .jacobian, ...: one verb per kind call/verbs.OFFERS marks."""
+    from .call.verbs import OFFERS, module_verb
+    for name, offer in OFFERS.items():
+        if offer.verb:
+            globals()[name] = module_verb(name, compile)
+            __all__.append(name)
 
 
 _verbs()

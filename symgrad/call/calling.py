@@ -12,6 +12,7 @@ from math import prod
 import numpy as np
 
 from ..render.target import TARGETS
+from ..structure import describe, flatten, nest
 
 # Inputs that must be copied (broadcast, strided, misaligned) are copied this many bytes of
 # points at a time, so a broadcast input never costs the memory of the whole batch.
@@ -257,55 +258,6 @@ def real_array(x, name, dtype):
     return arr.astype(dtype, copy=False)
 
 
-def argnums(argnums, nargs):
-    """(structure, list of argument indices) in JAX's convention."""
-    if argnums is None:
-        argnums = 0 if nargs == 1 else tuple(range(nargs))
-    single = isinstance(argnums, int) and not isinstance(argnums, bool)
-    if not single and not isinstance(argnums, (tuple, list)):
-        raise ValueError(f"argnums must be an int or a tuple of ints, got {argnums!r}")
-    nums = [argnums] if single else list(argnums)
-    if not nums:
-        raise ValueError("argnums is empty: name at least one argument to differentiate by")
-    for i in nums:
-        if not isinstance(i, int) or isinstance(i, bool) or not -nargs <= i < nargs:
-            raise ValueError(f"argnums must be ints in range for {nargs} argument(s), got {argnums!r}")
-    nums = [i % nargs for i in nums]
-    if len(set(nums)) != len(nums):
-        raise ValueError(f"argnums repeats an argument: {argnums!r}")
-    return (0 if single else tuple(range(len(nums)))), nums
-
-
-def shift(structure, by):
-    if isinstance(structure, int):
-        return structure + by
-    return tuple(shift(s, by) for s in structure)
-
-
-def nest(structure, flat):
-    if isinstance(structure, int):
-        return flat[structure]
-    return tuple(nest(s, flat) for s in structure)
-
-
-def flatten(structure, value):
-    if isinstance(structure, int):
-        return [value]
-    if not isinstance(value, (tuple, list)) or len(value) != len(structure):
-        return None
-    res = []
-    for s, v in zip(structure, value):
-        f = flatten(s, v)
-        if f is None:
-            return None
-        res += f
-    return res
-
-
-def describe(structure):
-    return "an array" if isinstance(structure, int) else f"a tuple of {len(structure)}"
-
-
 def _chunks(batch, points):
     """Index tuples that cover a C-ordered batch in order, each a block of at most about
     ``points`` points that is contiguous in every C-contiguous array of that batch shape."""
@@ -345,11 +297,11 @@ class BatchLast:
         res = f(*moved)
         if self._results is None:
             self._results = [len(s) for s in f.plan.shapes]
-        flat = flatten(f._structure, res)
+        flat = flatten(f.structure, res)
         for k, (r, c) in enumerate(zip(flat, self._results)):
             if c and r.ndim > c:
                 flat[k] = np.ascontiguousarray(np.moveaxis(r, range(r.ndim - c, r.ndim), range(c)))
-        return nest(f._structure, flat)
+        return nest(f.structure, flat)
 
     def __repr__(self):
         return f"<batch-last view of {self.function!r}>"

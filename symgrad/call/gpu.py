@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from math import prod
 
-from .calling import nest
+from ..structure import nest
 from ..render.target import TARGETS
 
 THREADS = 256
@@ -57,4 +57,4 @@ class CudaFunction:
         if n:
             blocks = min((n + THREADS - 1) // THREADS, 65535 * 32)  # a grid-stride loop covers the rest
             self.kernel((blocks,), (THREADS,), (cp.int64(n), *ins, *outs))
-        return nest(F._structure, [o[()] if o.ndim == 0 else o for o in outs])
+        return nest(F.structure, [o[()] if o.ndim == 0 else o for o in outs])

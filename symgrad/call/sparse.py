@@ -5,8 +5,6 @@ values) triplets for a batch (and where scipy is not installed). ``out=`` is the
 out= changes it."""
 from __future__ import annotations
 
-import inspect
-
 import numpy as np
 
 MODES = {True: False, "lower": True}  # sparse= -> whether the lower triangle only
@@ -52,29 +50,14 @@ def pattern_matrix(pattern, lower=False):
     return _csr(entries, np.ones(len(entries[0]), dtype=bool), pattern.shape)
 
 
-def takes_sparse(fn):
-    """Whether the user's function has a parameter named ``sparse`` (then sparse= is its own),
-    asked once per Function."""
-    hit = fn.__dict__.get("_takes_sparse")
-    if hit is None:
-        hit = False
-        if fn._source.fn is not None:
-            try:
-                hit = "sparse" in inspect.signature(fn._source.fn).parameters
-            except (TypeError, ValueError):
-                pass
-        fn._takes_sparse = hit
-    return hit
-
-
 def _no_entries(fn, args, kwargs, out, nnz):
     """The values of an empty pattern (a linear function's Hessian, a Jacobian by an argument
     never read): no kernel, the arguments checked as a call checks them."""
     from .calling import real_array
     if kwargs:
-        fn, args = fn._bind_call(args, kwargs)
+        fn, args = fn.bind_call(args, kwargs)
     if len(args) != len(fn.args):
-        raise TypeError(f"{fn._what} takes {len(fn.args)} argument(s) "
+        raise TypeError(f"{fn.spec.what} takes {len(fn.args)} argument(s) "
                         f"({', '.join(n for n, _ in fn.args)}), got {len(args)}")
     batches = []
     for (name, core), x in zip(fn.args, args):
@@ -93,7 +76,7 @@ def _no_entries(fn, args, kwargs, out, nnz):
 
 def sparse_call(fn, mode, args, kwargs, out):
     """``fn(*args, sparse=mode)`` for a Jacobian or Hessian Function ``fn``: its structural
-    non-zeros, computed by one kernel (Function._sparse). ``mode``: True, "lower" (a Hessian's
+    non-zeros, computed by one kernel (Function.sparse_form). ``mode``: True, "lower" (a Hessian's
     lower triangle only) or False (the dense result)."""
     if mode is False:
         return fn(*args, out=out, **kwargs)
@@ -101,7 +84,7 @@ def sparse_call(fn, mode, args, kwargs, out):
         lower = MODES[mode]
     else:
         raise ValueError(f"sparse must be True, False or 'lower', got {mode!r}")
-    f = fn._sparse()
+    f = fn.sparse_form()
     pattern = f.sparsity()
     if lower and not pattern.lower:
         raise ValueError("sparse='lower' is for Hessians (a symmetric matrix); a Jacobian takes sparse=True")
@@ -124,7 +107,7 @@ def pattern_method(name, stacks, symmetric):
     (symmetric kinds take ``lower``)."""
     def matrix(self, argnums, lower):
         f = self._derive(name, argnums, stack=True) if stacks else self._derive(name, argnums)
-        return pattern_matrix(f._sparse().sparsity(), lower)
+        return pattern_matrix(f.sparse_form().sparsity(), lower)
     if symmetric:
         def pattern(self, argnums=None, *, lower=False):
             return matrix(self, argnums, lower)
@@ -142,10 +125,10 @@ def own_pattern(self, *, lower=False):
     ``J(..., sparse=True)`` computes. ``lower=True``: a Hessian's lower triangle, what
     ``sparse='lower'`` computes. (``J.jacobian_sparsity()`` is the pattern of J's own Jacobian.)"""
     from ..transforms.kinds import kind
-    if not self._steps or kind(self._steps[-1][0]).sparse is None:
-        raise ValueError(f"{self._what}: pattern() is the pattern of a Jacobian or Hessian; of a function, write "
+    if not self.steps or kind(self.steps[-1][0]).sparse is None:
+        raise ValueError(f"{self.spec.what}: pattern() is the pattern of a Jacobian or Hessian; of a function, write "
                          "F.jacobian_wrt(argnums).pattern() or F.jacobian_sparsity(argnums) (likewise hessian)")
-    pattern = self._sparse().sparsity()
+    pattern = self.sparse_form().sparsity()
     if lower and not pattern.lower:
         raise ValueError("pattern(lower=True) is for Hessians (a symmetric matrix); a Jacobian has no lower form")
     return pattern_matrix(pattern, lower)

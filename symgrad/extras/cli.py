@@ -10,7 +10,7 @@
 
 MODULE is an importable module or a path to a .py file. ``generate`` prints the paths it
 wrote, then the command that compiles the C file. The kernel flags are the kinds of
-transforms/kinds.kernel_kinds, "_" written "-": --hvp is the Hessian-vector product (a tangent
+call/verbs.kernel_kinds, "_" written "-": --hvp is the Hessian-vector product (a tangent
 argument per argument, after them), --jacobian-sparse and --hessian-sparse the structural
 non-zeros of the Jacobian and Hessian (the Hessian's lower triangle) with their pattern's
 index arrays NAME_<kind>_rows, _cols, _indptr in the header and C file (codegen.pattern_source).
@@ -27,7 +27,8 @@ import os
 import re
 import sys
 
-from ..transforms.kinds import DEFAULT_KERNELS, VALUE, kernel_kinds, kind as kind_of, nth_name
+from ..call.verbs import DEFAULT_KERNELS, kernel_kinds
+from ..transforms.kinds import VALUE, kind as kind_of, nth_name
 
 
 SHOW_LIMIT = 400  # operations of a closed form worth printing; larger: the straight-line program

@@ -22,15 +22,16 @@ import os
 import tempfile
 from pathlib import Path
 
-from ..transforms.kinds import DEFAULT_KERNELS
+from ..call.verbs import DEFAULT_KERNELS
 
 __all__ = ["functions", "generate", "pattern_source", "sources", "write_files"]
 
 
 def functions(F, kinds):
     """(kernel kind, Function) for each kind: value, grad, hessian, jacobian, d<N>
-    (transforms/kinds.kernel_kinds)."""
-    from ..transforms.kinds import VALUE, dense_of, kernel_kinds, nth_order
+    (call/verbs.kernel_kinds)."""
+    from ..call.verbs import dense_of, kernel_kinds
+    from ..transforms.kinds import VALUE, nth_order
     offered = kernel_kinds()
     out = []
     for kind in kinds:
@@ -38,7 +39,7 @@ def functions(F, kinds):
             out.append((kind, F))
         elif kind in offered:
             dense = dense_of(kind)  # a sparse kind: the entries of F.<dense>'s pattern
-            out.append((kind, getattr(F, dense)._sparse() if dense else getattr(F, kind)))
+            out.append((kind, getattr(F, dense).sparse_form() if dense else getattr(F, kind)))
         elif nth_order(kind) is not None:
             out.append((kind, F.derivative(nth_order(kind))))
         else:
@@ -51,17 +52,17 @@ def sources(F, kinds=DEFAULT_KERNELS, name=None, cuda=False):
     (where its arrays stayed loops: of ``F`` traced element by element, see Function.standalone)."""
     from ..render.c99 import c99_files
     from ..render.cuda import cuda_file
-    from ..function import c_identifier
+    from ..pipeline.spec import c_identifier
     name = c_identifier(name or F.py_name)
     picked = functions(F, kinds)
     note = "T = double." if str(F.dtype) == "float64" else \
         f"T = float, arithmetic in {F.options.float32_math}."
     for kind, G in picked:
-        if G._sparse_kind and not G.sparsity().nnz:
+        if G.is_sparse and not G.sparsity().nnz:
             raise ValueError(f"{name}_{kind}: {G.title} has no structural non-zeros (every entry is identically "
                              "0): there is no kernel to generate")
     units = [G.standalone("c99", f"{name}_{kind}") for kind, G in picked]
-    units = [pattern_source(u, G) if G._sparse_kind else u for u, (_, G) in zip(units, picked)]
+    units = [pattern_source(u, G) if G.is_sparse else u for u, (_, G) in zip(units, picked)]
     h, c = c99_files(units, name, note)
     files = {f"{name}.h": h, f"{name}.c": c}
     if cuda:

@@ -13,7 +13,7 @@ except ImportError as e:  # pragma: no cover - exercised without dask installed
     raise ImportError("symgrad.dask needs dask's arrays: pip install 'symgrad[dask]' "
                       "(or pip install 'dask[array]')") from e
 
-from ..call import calling
+from .. import structure
 from ..function import Function
 
 __all__ = ["apply", "signature"]
@@ -46,9 +46,9 @@ class _Flat:
 
     def __call__(self, *arrays):
         res = self.F(*arrays)
-        if isinstance(self.F._structure, int):
+        if isinstance(self.F.structure, int):
             return res  # one result: the array itself
-        return tuple(calling.flatten(self.F._structure, res))
+        return tuple(structure.flatten(self.F.structure, res))
 
 
 def apply(F, *arrays, **kwargs):
@@ -69,4 +69,4 @@ def apply(F, *arrays, **kwargs):
     res = _da.apply_gufunc(_Flat(F), sig, *arrays, output_dtypes=[F.dtype] * n, output_sizes=out_sizes,
                            vectorize=False, **kwargs)
     flat = [res] if n == 1 else list(res)
-    return calling.nest(F._structure, flat)
+    return structure.nest(F.structure, flat)

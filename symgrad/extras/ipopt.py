@@ -45,13 +45,13 @@ class Callbacks:
                 return sigma * _user(objective)(x) + np.dot(lam, _user(constraints)(x))
         lagrangian.__name__ = lagrangian.__qualname__ = f"{self.f.py_name}_lagrangian"
         self.L = _compile(lagrangian, [(n,), (), (max(self.m, 1),)], dtype=dtype)
-        self._jac = self.g.jacobian._sparse() if self.g is not None else None
-        self._hess = self.L.hessian_wrt(0)._sparse()  # the lower triangle's values, in its pattern's order
-        # IPOPT asks for all of them: built now, the C compiles side by side (pipeline.build_together)
-        from ..pipeline import stages as pipeline
+        self._jac = self.g.jacobian.sparse_form() if self.g is not None else None
+        self._hess = self.L.hessian_wrt(0).sparse_form()  # the lower triangle's values, in its pattern's order
+        # IPOPT asks for all of them: built now, the C compiles side by side (function.build_together)
+        from ..function import build_together
         kernels = [self.f, self.f.grad] + ([self.g] if self.g is not None else [])
         kernels += [s for s in (self._jac, self._hess) if s is not None and s.sparsity().nnz]  # (empty: no kernel)
-        pipeline.build_together([k._runs() for k in kernels if k._plan is None])
+        build_together(kernels)
 
     def _point(self, x):
         x = np.asarray(x, dtype=float)

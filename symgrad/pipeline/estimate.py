@@ -112,3 +112,63 @@ def compile_seconds(kernels, cpus=None):
     for t in times:  # build._run: each core takes the next unit, the largest first
         cores[cores.index(min(cores))] += t
     return (max(cores) + (LINK if len(times) > 1 else 0.0)) * busy()
+
+
+def expect(spec, key, what, prog, kind_name=None):
+    """(operations, seconds[, a note]) expected of symgrad's stage ``what`` given program ``prog``
+    for the Function of pipeline.spec.Spec ``spec`` (its cache key: ``key()``), for the
+    progress lines only."""
+    def guess():
+        ops = prog.count_ops()
+        seconds = stage_seconds(what, ops, kind_name or (spec.steps[-1][0] if spec.steps else None))
+        return ops, seconds, _once(key, hvp_route(spec, seconds))
+    return guess
+
+
+def expect_compile(specs, kernels):
+    """(operations, seconds[, a note]) expected of the C compile of ``kernels`` into one library
+    (``specs``: (spec, key()) of the Functions they are compiled for)."""
+    def guess():
+        seconds = compile_seconds(kernels)
+        notes = (_once(key, n) for spec, key in specs if (n := hvp_route(spec, seconds)))
+        return sum(k.ops for k in kernels), seconds, next(notes, "")
+    return guess
+
+
+HVP_ROUTE_SECONDS = 10.0  # a dense Hessian's stage expected to take this long suggests the hvp route
+_told = set()  # the keys of the Hessians whose progress line suggested it
+
+
+def _once(key, note):
+    """``note`` the first time it is said of the kernel of ``key()``, then "" (its later stages' lines)."""
+    if not note or key() in _told:
+        return ""
+    _told.add(key())
+    return note
+
+
+def hvp_route(spec, seconds):
+    """Where ``spec`` is the dense Hessian of a function of one array argument of p >= 4 entries
+    and one of its stages is expected to take ``seconds`` >= HVP_ROUTE_SECONDS: the one batched
+    Hessian-vector product call that builds the same matrix (p tangents, the rows of the
+    identity, each with the argument broadcast; kinds.py's hvp: by every argument), else ""."""
+    import math
+
+    from ..transforms.kinds import KINDS, kind as kind_of
+    if seconds < HVP_ROUTE_SECONDS or len(spec.steps) != 1 or len(spec.args) != 1:
+        return ""
+    name, nums = spec.steps[0]
+    (arg, shape), = spec.args
+    p = math.prod(shape)
+    if not kind_of(name).symmetric or tuple(nums) != (0,) or p < 4:
+        return ""
+    hvp = next(n for n, k in KINDS.items() if k.tangents)
+    dims = ", ".join(map(str, shape))
+    if len(shape) == 1:
+        call = f"F.{hvp}(np.broadcast_to({arg}, ({p}, {p})), np.eye({p}))"
+    else:
+        call = (f"F.{hvp}(np.broadcast_to({arg}, ({p}, {dims})), np.eye({p}).reshape({p}, {dims}))"
+                f".reshape({dims}, {dims})")
+    return (f"this dense Hessian of {p} parameters is also one batched Hessian-vector product, whose compile grows "
+            f"as the function's, not as the Hessian's {p * p} entries: H = {call} (F: the compiled "
+            f"{spec.py_name}, {arg}: the point)")

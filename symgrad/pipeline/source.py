@@ -134,11 +134,14 @@ class Source:
         self.loop_min, self._unrolled = loop_min, None
         self.dtype = dtype  # the kernel's (np.nan_to_num's largest number depends on it)
         self.method, self.spec, self.consts = method, spec, consts or {}
-        self.takes_out = fn is not None and _has_parameter(fn, "out")  # then `out=` is f's, not results
+        params = _parameters(fn)
+        self.takes_out = "out" in params  # then `out=` is f's, not results
+        self.takes_sparse = "sparse" in params  # then `sparse=` is f's, not the sparse form's
         self.instance = None if instance is None else _Instance(instance)
         self._lock = forksafe.RLock()
         self._variants = {}
         self._derived = {}  # (derivative steps, inline limit) -> SymProgram, see derived()
+        self._pipelines = {}  # (name, steps, dtype, options) -> memo.Pipeline, see pipeline()
 
     @property
     def prefix(self):
@@ -203,6 +206,15 @@ class Source:
                 prog = self._derived.setdefault(key, prog)
         return prog
 
+    def pipeline(self, key, make):
+        """The memo.Pipeline ``key`` of this Source (made by ``make()`` once): every Function of
+        one program asks the same."""
+        with self._lock:
+            p = self._pipelines.get(key)
+            if p is None:
+                p = self._pipelines[key] = make()
+            return p
+
     def bind(self, obj, on_traced=None):
         """This method's Source bound to ``obj``; ``on_traced()`` runs once its trace is made."""
         src = Source(self.fn, self.shapes, instance=obj, loop_min=self.loop_min, dtype=self.dtype)
@@ -220,12 +232,15 @@ class Source:
             return v
 
 
-def _has_parameter(fn, name):
+def _parameters(fn):
+    """The parameter names of ``fn`` (none where it has no signature, or no function)."""
+    if fn is None:
+        return ()
     import inspect
     try:
-        return name in inspect.signature(fn).parameters
+        return tuple(inspect.signature(fn).parameters)
     except (TypeError, ValueError):
-        return False
+        return ()
 
 
 class _Instance:

@@ -6,13 +6,14 @@ entry point passes traced arguments on to it), which hands it here while a trace
 Function's program (its own: a derivative's program for ``F.grad``) is replayed node by
 node through ``Builder.node`` with its argument nodes mapped to the traced arguments, so
 value numbering and the tracer's folds apply and the outer program differentiates through
-it. The results nest as the Function's kernel returns them (calling.nest)."""
+it. The results nest as the Function's kernel returns them (structure.nest)."""
 from __future__ import annotations
 
 import numpy as np
 
 from ..errors import TraceError
 from ..ir.ops import OPS
+from ..structure import nest
 from . import values
 from .lazy import LazyArray, Unrollable
 from .ufuncs import holds_traced
@@ -27,7 +28,7 @@ def tracing_call(args):
 
 def inline(prog, structure, what, args):
     """The traced results of Program ``prog`` (a Function's: ``what`` names it in messages)
-    called with positional ``args``, nested as ``structure`` (calling.nest)."""
+    called with positional ``args``, nested as ``structure`` (structure.nest)."""
     b = values.state.builder
     if len(args) != len(prog.args):
         raise TraceError(f"{what} takes {len(prog.args)} arguments, got {len(args)} at {user_site()}")
@@ -58,7 +59,6 @@ def inline(prog, structure, what, args):
             arr = np.empty(len(vals), dtype=object)
             arr[:] = vals
             outs.append(arr.reshape(o.shape).view(TracedArray))
-    from ..call.calling import nest
     return nest(structure, outs)
 
 

@@ -1,12 +1,12 @@
 """The derivative kinds, each defined once: its name, what it is called in words, the shapes
-of its results, how its program is built (transforms/derive.py), and which of them the loop
-form of a program takes (loops kept as loops, tracing/lazy.py). No sympy: a warm start reads
-this module to find a kernel.
+of its results and how they nest, how its program is built (transforms/derive.py), and which
+of them the loop form of a program takes (loops kept as loops, tracing/lazy.py). No sympy:
+a warm start reads this module to find a kernel.
 
 A Function's steps are (kind name, argument indices) pairs; the n-th derivative's name is
-``d<n>`` (nth_name). Everything else asks this registry: the verbs (``F.grad``,
-``F.grad_wrt(1)``, ``symgrad.grad``) are made from it (function.py, __init__.py), and
-codegen and the CLI offer its kernel kinds."""
+``d<n>`` (nth_name). Everything else asks this registry; how a user asks for a kind (the
+verbs ``F.grad``, ``F.grad_wrt(1)``, ``symgrad.grad``, what codegen and the CLI offer) is
+call/verbs.py's, keyed by the names defined here."""
 from __future__ import annotations
 
 import math
@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Optional
 
+from ..structure import shift
 
 
 @dataclass(frozen=True)
@@ -25,17 +26,11 @@ class Kind:
     build: Callable              # (program, argnums, context) -> derivative Program
     loops: Optional[Callable]    # (loop result forms, large, argnums, first) -> forms, or None: not as loops
     structure: Callable = lambda own, by, m: by  # how results nest: (the function's, the argnums', m)
-    public: bool = True          # a Function verb of that name (F.grad); codegen and the CLI offer it
-    generated: bool = False      # codegen and the CLI offer it too (F.hvp; a sparse kind: of F.<its dense kind>)
     tangents: bool = False       # takes one tangent argument per argument differentiated by (after them)
     last: bool = False           # nothing is differentiated after it
     runs: Optional[str] = None   # of a large program: runs the kernel of this kind, its first result unstored
-    doc: str = ""                # the docstring of the Function property of its name ("": none)
-    wrt: str = ""                # the docstring of the Function method <name>_wrt(argnums) ("": none)
     stacked: Optional[str] = None  # the kind <name>_wrt(..., stack=True) takes
-    verb: bool = False           # a module-level verb symgrad.<name>(f, argnums, ...)
     sparse: Optional[str] = None  # the kind of its sparse form (F.jacobian(x, sparse=True))
-    sparsity: str = ""           # the docstring of the Function method <name>_sparsity(argnums) ("": none)
     symmetric: bool = False      # a symmetric matrix: its sparse form holds the lower triangle
     pattern: Optional[Callable] = None  # (program, argnums) -> its sparsity.Pattern: one result, its entries
     exact: Optional[Callable] = None  # (traced program, argnums) -> whether its loop form takes them (else unrolled)
@@ -69,16 +64,24 @@ def _build_hessian(prog, nums, ctx):
     return hessian.hessian(prog, nums)
 
 
-def _sparse(name):
-    """(pattern, build) of the sparse kind of sparsity.py's ``name``_pattern and ``name``."""
-    def pattern(prog, nums):
-        from . import sparsity
-        return getattr(sparsity, f"{name}_pattern")(prog, nums)
+def _jacobian_pattern(prog, nums):
+    from . import sparsity
+    return sparsity.jacobian_pattern(prog, nums)
 
-    def build(prog, nums, ctx):
-        from . import sparsity
-        return getattr(sparsity, name)(prog, nums, ctx.pattern())  # (the Function's, read once)
-    return pattern, build
+
+def _build_jacobian_sparse(prog, nums, ctx):
+    from . import sparsity
+    return sparsity.jacobian(prog, nums, ctx.pattern())  # (the Function's, read once)
+
+
+def _hessian_pattern(prog, nums):
+    from . import sparsity
+    return sparsity.hessian_pattern(prog, nums)
+
+
+def _build_hessian_sparse(prog, nums, ctx):
+    from . import sparsity
+    return sparsity.hessian(prog, nums, ctx.pattern())
 
 
 def _sparse_loops():
@@ -118,68 +121,45 @@ def _loops_second(outs, large, shapes, nums, count):
     return ["plain"] * count
 
 
-def _shift(structure, by):
-    from ..call.calling import shift
-    return shift(structure, by)
-
-
 def _each_leaf(structure, f):
     return f(structure) if isinstance(structure, int) else tuple(_each_leaf(s, f) for s in structure)
 
 
 # The kind whose program (value and gradient) the gradient's kinds are built from, made once
-# per argument set (pipeline.py); the gradient runs its kernel.
+# per argument set (pipeline/memo.py); the gradient runs its kernel.
 SHARED = "value_and_grad"
 
+GRAD, JACOBIAN, HESSIAN, HVP = "grad", "jacobian", "hessian", "hvp"
+JACOBIAN_STACKED, JACOBIAN_SPARSE, HESSIAN_SPARSE = "jacobian_stacked", "jacobian_sparse", "hessian_sparse"
+
 KINDS = {k.name: k for k in (
-    Kind("grad", "gradient of ", True, lambda outs, args, nums: [args[i] for i in nums], _build_grad,
-         lambda o, lg, sh, nums: _loops_grad(o, lg, sh, nums, False), runs=SHARED, verb=True,
-         doc="Gradient w.r.t. every argument: one array for one argument, else a tuple.",
-         wrt="Gradient by the arguments ``argnums`` only (an int: one array; a tuple: a tuple)."),
+    Kind(GRAD, "gradient of ", True, lambda outs, args, nums: [args[i] for i in nums], _build_grad,
+         lambda o, lg, sh, nums: _loops_grad(o, lg, sh, nums, False), runs=SHARED),
     Kind(SHARED, "value and gradient of ", True,
          lambda outs, args, nums: [()] + [args[i] for i in nums], _build_vg,
          lambda o, lg, sh, nums: _loops_grad(o, lg, sh, nums, True),
-         structure=lambda own, by, m: (0, _shift(by, 1)), verb=True,
-         doc="(value, gradient), computed by one kernel that shares subexpressions."),
-    Kind("jacobian", "Jacobian of ", False, lambda outs, args, nums: [o + args[i] for o in outs for i in nums],
+         structure=lambda own, by, m: (0, shift(by, 1))),
+    Kind(JACOBIAN, "Jacobian of ", False, lambda outs, args, nums: [o + args[i] for o in outs for i in nums],
          _build_jac, _loops_jacobian,  # each result becomes its Jacobian by each argument
-         structure=lambda own, by, m: _each_leaf(own, lambda i: _shift(by, i * m)), verb=True,
-         stacked="jacobian_stacked", sparse="jacobian_sparse",
-         doc="Jacobian: result core shape = output shape + argument shape (a tuple over arguments).",
-         wrt="Jacobian by the arguments ``argnums`` (default: all). ``stack=True``: one array of core shape "
-             "output shape + (total size of those arguments,), arguments flattened and concatenated in "
-             "order: what scipy's curve_fit and least_squares expect.",
-         sparsity="Which entries of the Jacobian by ``argnums`` (default: all) are not identically zero: a "
-                  "boolean scipy.sparse.csr_array (without scipy: (rows, cols, shape)); rows are the results' "
-                  "entries, columns the arguments', each flattened and concatenated in order. What "
-                  "F.jacobian(..., sparse=True) computes."),
-    Kind("jacobian_stacked", "stacked Jacobian of ", False, _stacked, _build_jac_stacked, None,
-         structure=lambda own, by, m: own, public=False, sparse="jacobian_sparse"),
-    Kind("jacobian_sparse", "sparse Jacobian of ", False, None, _sparse("jacobian")[1], lambda o, lg, sh, nums: ["plain"],
-         structure=lambda own, by, m: 0, public=False, generated=True, last=True, pattern=_sparse("jacobian")[0],
+         structure=lambda own, by, m: _each_leaf(own, lambda i: shift(by, i * m)),
+         stacked=JACOBIAN_STACKED, sparse=JACOBIAN_SPARSE),
+    Kind(JACOBIAN_STACKED, "stacked Jacobian of ", False, _stacked, _build_jac_stacked, None,
+         structure=lambda own, by, m: own, sparse=JACOBIAN_SPARSE),
+    Kind(JACOBIAN_SPARSE, "sparse Jacobian of ", False, None, _build_jacobian_sparse,
+         lambda o, lg, sh, nums: ["plain"], structure=lambda own, by, m: 0, last=True, pattern=_jacobian_pattern,
          exact=lambda prog, nums: _sparse_loops().jacobian_supported(prog, nums)),
-    Kind("hessian", "Hessian of ", True, lambda outs, args, nums: [args[i] + args[j] for i in nums for j in nums],
+    Kind(HESSIAN, "Hessian of ", True, lambda outs, args, nums: [args[i] + args[j] for i in nums for j in nums],
          _build_hessian, lambda o, lg, sh, nums: _loops_second(o, lg, sh, nums, len(nums) ** 2),
          structure=lambda own, by, m: 0 if isinstance(by, int) else
-         tuple(tuple(i * m + j for j in range(m)) for i in range(m)), verb=True,
-         doc="Hessian of a scalar function: core shape s+s; tuple of tuples for several arguments.",
-         wrt="Hessian by the arguments ``argnums`` only.", sparse="hessian_sparse",
-         sparsity="Which entries of the Hessian by ``argnums`` (default: all) are not identically zero, as "
-                  "jacobian_sparsity; ``lower=True``: its lower triangle, what F.hessian(..., sparse='lower') "
-                  "computes.", symmetric=True),
-    Kind("hessian_sparse", "sparse Hessian of ", True, None, _sparse("hessian")[1],
+         tuple(tuple(i * m + j for j in range(m)) for i in range(m)), sparse=HESSIAN_SPARSE, symmetric=True),
+    Kind(HESSIAN_SPARSE, "sparse Hessian of ", True, None, _build_hessian_sparse,
          lambda o, lg, sh, nums: ["plain"] if o == ["scalar"] else None,
-         structure=lambda own, by, m: 0, public=False, generated=True, last=True, pattern=_sparse("hessian")[0],
+         structure=lambda own, by, m: 0, last=True, pattern=_hessian_pattern,
          exact=lambda prog, nums: _sparse_loops().supported(prog, nums)),
-    Kind("hvp", "Hessian-vector product of ", True, lambda outs, args, nums: [args[i] for i in nums], _build_hvp,
-         lambda o, lg, sh, nums: _loops_second(o, lg, sh, nums, len(nums)), public=False, generated=True,
-         tangents=True, last=True,
-         doc="Hessian-vector product of a scalar function: ``F.hvp(x, v)`` is H(x) @ v (for several arguments, "
-             "one tangent each after them: ``F.hvp(x, y, vx, vy)``), by forward-over-reverse differentiation: "
-             "its cost is linear in the program's, no Hessian is formed."),
+    Kind(HVP, "Hessian-vector product of ", True, lambda outs, args, nums: [args[i] for i in nums], _build_hvp,
+         lambda o, lg, sh, nums: _loops_second(o, lg, sh, nums, len(nums)), tangents=True, last=True),
 )}
 VALUE = "value"  # the kernel of the function itself (F.build, codegen, the CLI)
-DEFAULT_KERNELS = (VALUE, "grad")  # what codegen and the CLI generate unless told
 
 
 def _build_nth(n):
@@ -217,23 +197,6 @@ def kind(name) -> Kind:
     n = int(m.group(1))
     return Kind(name, f"derivative {n} of ", False, lambda outs, args, nums: outs, _build_nth(n), _loops_nth,
                 structure=lambda own, by, m: own)
-
-
-def kernel_kinds():
-    """What codegen and the CLI offer: the value, the public kinds but those another kernel
-    runs, and the generated ones (hvp, the sparse kinds); then d<N>."""
-    return (VALUE,) + tuple(n for n, k in KINDS.items()
-                            if k.generated or k.public and not any(o.runs == n for o in KINDS.values()))
-
-
-def dense_of(name):
-    """The public kind whose sparse form is kind ``name`` (F.jacobian's of jacobian_sparse), or None."""
-    return next((n for n, k in KINDS.items() if k.sparse == name and k.public), None)
-
-
-def build_kinds():
-    """What F.build takes: the value and every kind with a Function property."""
-    return (VALUE,) + tuple(n for n, k in KINDS.items() if k.doc)
 
 
 def result_shapes(outs, args, steps, nnz=None):

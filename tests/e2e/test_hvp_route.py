@@ -1,4 +1,4 @@
-"""The hvp route that a long dense Hessian's progress line suggests (pipeline.hvp_route) is code
+"""The hvp route that a long dense Hessian's progress line suggests (estimate.hvp_route) is code
 that runs as written and gives F.hessian's matrix."""
 import re
 
@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 import symgrad
-from symgrad.pipeline import stages as pipeline
+from symgrad.pipeline import estimate
 
 
 def suggested(F, **names):
-    note = pipeline.hvp_route(F.hessian, 1000.0)
+    note = estimate.hvp_route(F.hessian.spec, 1000.0)
     code = re.search(r"H = (.*) \(F: the compiled ", note).group(1)
     return code, eval(code, {"np": np, "F": F, **names})
 

@@ -199,7 +199,7 @@ def test_a_hessian_of_loops_is_taken_as_loops_and_equals_the_unrolled_one():
     shapes = [(n,), (n - 1 + n // 2 + 1,)]
     F = symgrad.compile(f, shapes)
     U = symgrad.compile(f, shapes, options=symgrad.Options(loop_min_size=0))
-    S, T = F.hessian_wrt(0)._sparse(), U.hessian_wrt(0)._sparse()
+    S, T = F.hessian_wrt(0).sparse_form(), U.hessian_wrt(0).sparse_form()
     assert S.loops and not T.loops and S.program.count_ops() < 100
     np.testing.assert_array_equal(F.hessian_sparsity(lower=True).toarray(), U.hessian_sparsity(lower=True).toarray())
     rng = np.random.default_rng(5)
@@ -219,7 +219,7 @@ def test_loops_whose_scatters_read_other_loops_sums_compile_and_equal_the_unroll
     F, U = symgrad.compile(f, [(n,)]), symgrad.compile(f, [(n,)], options=symgrad.Options(loop_min_size=0))
     x = np.random.default_rng(11).standard_normal(n)
     got, want = getattr(F, kind)(x, sparse=True).toarray(), getattr(U, kind)(x)
-    assert getattr(F, kind)._sparse().loops
+    assert getattr(F, kind).sparse_form().loops
     np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13 * np.abs(want).max())
 
 

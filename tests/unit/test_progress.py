@@ -12,7 +12,7 @@ import pytest
 
 import symgrad
 from helpers import run_python  # (puts examples/ on the path)
-from symgrad.pipeline import estimate, stages as pipeline, source, ticker
+from symgrad.pipeline import estimate, source, ticker
 
 import bench_cases  # noqa: E402
 
@@ -197,12 +197,12 @@ def test_a_busy_machine_is_expected_slower(monkeypatch):
 
 def test_a_long_hessian_compile_suggests_the_hvp_route_at_its_start(lines, monkeypatch):
     monkeypatch.setattr(estimate, "compile_seconds", lambda kernels, cpus=None: 400.0)
-    monkeypatch.setattr(pipeline, "_told", set())
+    monkeypatch.setattr(estimate, "_told", set())
     H = logreg(50, 1000).hessian
-    note = pipeline.hvp_route(H, 400.0)
+    note = estimate.hvp_route(H.spec, 400.0)
     assert "H = F.hvp(np.broadcast_to(w, (50, 50)), np.eye(50)) (F: the compiled loss, w: the point)" in note
     for _ in range(2):  # the stage's first line carries it, once
-        with source.stage(H.c_name, "C compile", expect=pipeline.expect_compile([H], [H.kernel])):
+        with source.stage(H.c_name, "C compile", expect=estimate.expect_compile([(H.spec, lambda: H.key)], [H.kernel])):
             pass
     starts = [m for m in lines() if "C compile of about" in m]
     assert len(starts) == 2 and all("expected about 400 s" in m for m in starts), starts
@@ -211,7 +211,7 @@ def test_a_long_hessian_compile_suggests_the_hvp_route_at_its_start(lines, monke
 
 def test_no_hvp_route_for_short_compiles_gradients_or_several_arguments():
     F = logreg(6, 50)
-    assert pipeline.hvp_route(F.hessian, 1.0) == ""
-    assert pipeline.hvp_route(F.grad, 400.0) == ""
+    assert estimate.hvp_route(F.hessian.spec, 1.0) == ""
+    assert estimate.hvp_route(F.grad.spec, 400.0) == ""
     G = symgrad.compile(lambda x, y: np.sum(x * y) ** 2, [(5,), (5,)])
-    assert pipeline.hvp_route(G.hessian, 400.0) == ""
+    assert estimate.hvp_route(G.hessian.spec, 400.0) == ""

@@ -46,7 +46,7 @@ def test_a_misspelt_keyword_of_a_method_names_it(method, keyword, meant):
         getattr(F, method)(**{keyword: 0})
     assert str(e.value) == (f"Function.{method}() got an unexpected keyword argument {keyword!r}; "
                             f"did you mean {meant!r}?")
-    assert F._source._program is None  # refused before tracing
+    assert F.source._program is None  # refused before tracing
 
 
 def test_verbs_still_show_and_take_their_parameters():
@@ -55,7 +55,7 @@ def test_verbs_still_show_and_take_their_parameters():
                                                                        "options"]
     assert list(inspect.signature(symgrad.Function.jacobian_wrt).parameters) == ["self", "argnums", "stack"]
     F = symgrad.grad(two, argnums=1, shapes=None, dtype="float64", options=None)
-    assert F.kind == "grad" and F._steps == (("grad", (1,)),)
+    assert F.kind == "grad" and F.steps == (("grad", (1,)),)
     assert symgrad.grad.__name__ == "grad" and "argnums" in symgrad.grad.__doc__
     assert symgrad.compile(two).grad_wrt(argnums=(0, 1)).kind == "grad"
     with pytest.raises(TypeError, match="multiple values"):  # Python's own errors otherwise

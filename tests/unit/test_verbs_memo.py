@@ -9,9 +9,9 @@ import pytest
 
 import symgrad
 from symgrad.function import Function
-from symgrad.transforms.kinds import KINDS
+from symgrad.call.verbs import OFFERS
 
-VERBS = [name for name, k in KINDS.items() if k.doc]
+VERBS = [name for name, o in OFFERS.items() if o.doc]
 
 
 def f(x, y):
@@ -59,7 +59,7 @@ def test_verbs_of_verbs_and_by_argnums_are_as_before():
 
 def test_the_class_keeps_the_verbs_documentation():
     for verb in VERBS:
-        assert getattr(Function, verb).__doc__ == KINDS[verb].doc
+        assert getattr(Function, verb).__doc__ == OFFERS[verb].doc
     with pytest.raises(ValueError, match="last derivative taken"):
         symgrad.compile(f).hvp.grad
     F = symgrad.compile(f)
