@@ -41,7 +41,7 @@ def restore(fmt, version, digest, state, function, source):
     against this symgrad (an older or newer one may trace, differentiate or lay out results
     otherwise) before its state (bytes) is rebuilt. A shipped library is kept for
     Function._library, which uses it only for the key it was built for."""
-    from ..build import compile as build
+    from ..build import compile as build, host
     if fmt != PICKLE_FORMAT or version != build.VERSION:
         raise pickle.UnpicklingError(
             f"this pickle holds a Function of symgrad {version} (pickle format {fmt}), but this is symgrad "
@@ -56,7 +56,7 @@ def restore(fmt, version, digest, state, function, source):
                  options=state["options"], steps=state["steps"], structure=state["structure"])
     bits, kernel = state.get("kernel", (None, None))
     if kernel is not None:
-        if bits == build.vector_bits():  # rendered for this CPU's vector width: no rendering here
+        if bits == host.vector_bits():  # rendered for this CPU's vector width: no rendering here
             runs = f._runs()
             runs._kernel, runs._kernel_bits = kernel, bits
     if isinstance(state.get("library"), dict):

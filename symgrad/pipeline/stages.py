@@ -126,7 +126,7 @@ def optimized(fn):
 
 def kernel(fn):
     """(the in-process CPU kernel, the vector width it was rendered for)."""
-    from ..build.compile import vector_bits
+    from ..build.host import vector_bits
     from ..render import pick, render
     prog = fn.optimized()
     with stage(fn.c_name, "generate C", expect=expect(fn, "generate C", prog)):
