@@ -1,6 +1,6 @@
 """The compiler and the machine it builds for: the C compiler's command and what it says it is,
-the flags of an in-process kernel, and the CPU features -march=native depends on (the
-toolchain's part of a kernel's key, and the vector width render blocks for)."""
+the flags of an in-process kernel, and the CPU features -march=native depends on (what
+compile.toolchain hashes into a kernel's key, and the vector width render blocks for)."""
 from __future__ import annotations
 
 import os
