@@ -2,9 +2,9 @@
 
 Rewritten code (rewrite.py, overlay_ast.py) stores into globals, module attributes,
 attributes of objects and closure cells through ``HOOK`` (attributes and globals:
-overlay_names.py; items and containers: overlay_items.py). Here: the overlay itself. A traced value stored into an
-object not created in this trace, a module, a class, a global or a cell goes to the trace's
-overlay (``values.state.overlay``: this thread, this trace), which the tracing thread's
+overlay_names.py; items and containers: overlay_items.py; here, the overlay itself). A
+traced value stored into an object not created in this trace, a module, a class, a global
+or a cell goes to the trace's overlay (``values.state.overlay``: this thread, this trace), which the tracing thread's
 rewritten reads consult; it vanishes when the trace ends, so the object never holds it and
 no other thread sees it. Anything else writes through, as Python does (``COUNT += 1`` counts,
 and a read-modify-write of a plain number runs no Python code between its read and its
