@@ -1,16 +1,16 @@
 """What traced code writes into state other threads can read, kept in the tracing thread.
 
-Rewritten code (rewrite.py, overlay_ast.py) stores into globals, module attributes,
-attributes of objects and closure cells through ``HOOK`` (attributes and globals:
-overlay_names.py; items and containers: overlay_items.py; here, the overlay itself). A
-traced value stored into an object not created in this trace, a module, a class, a global
-or a cell goes to the trace's overlay (``values.state.overlay``: this thread, this trace), which the tracing thread's
-rewritten reads consult; it vanishes when the trace ends, so the object never holds it and
-no other thread sees it. Anything else writes through, as Python does (``COUNT += 1`` counts,
-and a read-modify-write of a plain number runs no Python code between its read and its
-write, so another thread's increments are not lost). A traced value put into a container
-that exists outside the trace (a global list, a default, a closure's list, an attribute of
-an object the trace did not create) cannot be kept private: that raises a TraceError.
+Rewritten code (rewrite.py, overlay_ast.py) stores into globals, module attributes, attributes
+of objects and closure cells through ``HOOK`` (attributes and globals: overlay_names.py; items
+and containers: overlay_items.py; here, the overlay itself). A traced value stored into an
+object not created in this trace, a module, a class, a global or a cell goes to the trace's
+overlay (``values.state.overlay``: this thread, this trace), which the tracing thread's
+rewritten reads consult; it vanishes when the trace ends, so the object never holds it and no
+other thread sees it. Anything else writes through, as Python does (``COUNT += 1`` counts, and
+a read-modify-write of a plain number runs no Python code between its read and its write, so
+another thread's increments are not lost). A traced value put into a container that exists
+outside the trace (a global list, a default, a closure's list, an attribute of an object the
+trace did not create) cannot be kept private: that raises a TraceError.
 
 Code that does not consult the overlay is refused where it could read those slots while
 they hold something (overlay_watch.py): never the value from before the trace.
