@@ -50,7 +50,7 @@ CASES = {"lj": lambda n: ((lambda p: bench_cases.lj(p, n)), [(3 * n,)]),
 def worker(case, size, what):
     """One cold compile, stage by stage, in this (fresh) process, each stage run as the
     pipeline runs it (source.stage: the garbage collector paused in symgrad's own stages)."""
-    from symgrad.build import compile as build
+    from symgrad.build import compile as build, host
     from symgrad import options, render
     from symgrad.pipeline.source import stage
     from symgrad.tracing import trace
@@ -72,7 +72,7 @@ def worker(case, size, what):
               derive.grad(prog, [0], with_value=shared))
     o = timed("optimize", lambda: optimize.optimize(d, opts))
     k = timed("generate C", lambda: render.render(o, f"{case}{size}_{what}", render.TARGETS["cpu", "float64"],
-                                                  build.vector_bits(), opts, optional=int(shared)))
+                                                  host.vector_bits(), opts, optional=int(shared)))
     timed("C compile", lambda: build.build_kernel(f"scaling_{prog.key[:24]}_{what}", k))
     peak = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
                resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024

@@ -1,69 +1,30 @@
-"""C source -> loaded kernel library: the toolchain, its flags, and the compile itself.
+"""C source -> loaded kernel library: the key's toolchain part, the compile itself and its fallbacks.
 
-The source is compiled by the system C compiler, called directly, in a temporary build
-directory, into a plain shared library (no Python.h: library.py calls its entry points);
-cache.py decides where that directory is, stores the result and loads it."""
+The source is compiled by the system C compiler (host.py: its command, flags and the machine),
+called directly, in a temporary build directory, into a plain shared library (no Python.h:
+library.py calls its entry points); cache.py decides where that directory is, stores the
+result and loads it."""
 from __future__ import annotations
 
 import hashlib
 import json
 import os
-import platform
-import shlex
 import sys
 import sysconfig
 from functools import lru_cache
 from pathlib import Path
 
-from . import cache, spawn
+from . import cache, entries, spawn
+from .host import CPU, VECTOR_MATH, ask_identity_meanwhile, compiler, compiler_identity, first_line, flags, machine
 from .. import forksafe
 from ..errors import CompileError
-from ..render.target import TARGETS, units_text
+from ..render.target import units_text
 from ..render.runtime import csrc_dir
 
 VERSION = "0.1.0"
-_lock = forksafe.RLock()  # guards _building and _asked
+_lock = forksafe.RLock()  # guards _building
 _building = {}  # key -> lock held while that key builds
 _swept = set()
-
-# glibc's vector math library (see csrc/symgrad_rt.h); x86-64 Linux only.
-VECTOR_MATH = sys.platform.startswith("linux") and platform.machine() in ("x86_64", "AMD64")
-CPU = TARGETS["cpu", "float64"]  # the flags of in-process kernels (the same for float)
-
-
-def compiler():
-    return shlex.split(os.environ.get("CC") or "cc")
-
-
-@lru_cache(maxsize=None)
-def machine():
-    """What -march=native depends on: the architecture and the CPU's feature flags."""
-    flags = ""
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith(("flags", "Features", "model name")):
-                    flags += line
-                if line.strip() == "":
-                    break
-    except OSError:
-        pass
-    return platform.machine() + "\n" + flags
-
-
-def vector_bits():
-    """Width of the widest SIMD registers that -march=native code uses here: 512 where the
-    CPU has AVX-512, 256 where it has AVX (x86-64 Linux), else 128."""
-    if platform.machine() not in ("x86_64", "AMD64"):
-        return 128
-    cpu = machine()
-    return 512 if " avx512f" in cpu else 256 if " avx" in cpu else 128
-
-
-def flags(openmp=True, vector_math=VECTOR_MATH):
-    """Compiler and linker flags of one build configuration of an in-process kernel."""
-    return (CPU.flags + (CPU.openmp_flags if openmp else ())
-            + (CPU.vector_math_flags if vector_math and openmp else CPU.no_vector_math_flags))
 
 
 @lru_cache(maxsize=None)
@@ -92,37 +53,6 @@ def toolchain():
                  machine()):
         h.update(part.encode() + b"\0")
     return h.hexdigest()
-
-
-@lru_cache(maxsize=None)
-def _identity(cc):
-    try:
-        out = spawn.run([*cc, "--version"], timeout=30)[1]
-    except OSError as e:
-        out = f"unknown ({e})"
-    return _first_line(out, "unknown")
-
-
-def compiler_identity():
-    """What built a kernel, for its metadata (diagnostics only, never the key): the command
-    and the first line of its ``--version``, asked once per process and compiler."""
-    cc = tuple(compiler())
-    return {"cc": " ".join(cc), "compiler": _identity(cc)}
-
-
-_asked = set()
-
-
-def _ask_identity_meanwhile():
-    """Ask the compiler's ``--version`` on a thread while the first kernel compiles: a process
-    of its own (7 ms here), which the first call otherwise waits for after the compile."""
-    import threading
-    cc = tuple(compiler())
-    with _lock:
-        if cc in _asked:
-            return
-        _asked.add(cc)
-    threading.Thread(target=_identity, args=(cc,), name="symgrad-cc-version", daemon=True).start()
 
 
 def load(key):
@@ -194,11 +124,11 @@ def build(key, source, *, parts=(), tails=(), extra_flags=(), meta=None, aliases
         for d in cache.building_places():
             if d not in _swept:
                 _swept.add(d)
-                cache.sweep(d)
+                entries.sweep(d)
             try:
                 import tempfile
                 with tempfile.TemporaryDirectory(prefix=".build-", dir=d) as tmp:
-                    _ask_identity_meanwhile()
+                    ask_identity_meanwhile()
                     so = _compile_with_fallbacks(source + stamp, key, Path(tmp), extra_flags, parts)
                     c_text = units_text((source + stamp,) + tuple(parts))
                     with open(so, "rb") as f:
@@ -214,13 +144,13 @@ def build(key, source, *, parts=(), tails=(), extra_flags=(), meta=None, aliases
                                        + (f", source kept at {kept}" if kept else "") + ":\n"
                                        + e.stderr[-4000:]) from None
                 tried.append((d, "the C compiler could not write its output: "
-                              + _first_line(_io_lines(e.stderr) or e.stderr, "no message")))
+                              + first_line(_io_lines(e.stderr) or e.stderr, "no message")))
             except cache.NotExecutable as e:
                 tried.append((d, f"compiled code cannot be loaded from there ({e})"))
             except OSError as e:
                 tried.append((d, f"{e.strerror or e} ({e.filename or d})"))
             if len(tried) == 1:
-                cache.warn_once(("build", str(d)), f"could not build in {d}: {_first_line(tried[0][1])}; "
+                cache.warn_once(("build", str(d)), f"could not build in {d}: {first_line(tried[0][1])}; "
                                 "trying a private directory")
         raise cache.fail(tried)
 
@@ -251,10 +181,6 @@ def _io_lines(message):
     return "\n".join(line for line in message.splitlines() if any(w in line.lower() for w in _IO_WORDS))
 
 
-def _first_line(text, default=""):
-    return next((line.strip() for line in text.splitlines() if line.strip()), default)
-
-
 def _c_string(text):
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
@@ -272,7 +198,7 @@ def _keep_failed_source(d, key, source):
     """Best effort: the source the compiler refused, next to the cache, for a bug report."""
     if source:
         try:
-            return cache.write_file(d, f"_sg_{key}.failed.c", source.encode(), 0o600)
+            return entries.write_file(d, f"_sg_{key}.failed.c", source.encode(), 0o600)
         except OSError:
             return None
     return None
@@ -342,7 +268,7 @@ def _compile(source, key, tmp, build_flags, parts=()):
 
 
 def _compile_units(cc, cflags, pchs, units, texts, key, tmp, build_flags):
-    out = os.path.join(tmp, f"_sg_{key}{cache.EXT}")
+    out = os.path.join(tmp, f"_sg_{key}{entries.EXT}")
     libs = [f for f in build_flags if f.startswith("-l")] + list(CPU.libs)
     if len(units) == 1:
         _run([[*cc, *cflags[:-2], *pchs[0], *cflags[-2:], *CPU.link_flags, units[0], "-o", out, *libs]], units,

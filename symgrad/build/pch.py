@@ -49,7 +49,7 @@ _checked = set()  # directories whose files this process found unchanged
 def include_dirs(cc, flags, text, host):
     """The ``-I`` arguments (before the runtime's own) that let ``cc flags`` compile the unit
     ``text`` from the precompiled header: its directory, or none while there is none. ``host``:
-    what the flags' -march=native stands for (build.machine()), so that a package directory
+    what the flags' -march=native stands for (host.machine()), so that a package directory
     shared by several machines holds one .gch for each."""
     where = _place(cc, flags, text, host)
     if where is None:

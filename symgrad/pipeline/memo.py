@@ -38,7 +38,7 @@ class Pipeline:
     def offer(self, kernel=None, library=None):
         """What a pickle carried: the kernel rendered elsewhere ((bits, render.Kernel), taken
         where this CPU's vector width is the same) and a library built for a key."""
-        from ..build.compile import vector_bits
+        from ..build.host import vector_bits
         with self.lock:
             if kernel is not None and kernel[0] == vector_bits():
                 self.memo.setdefault("kernel", (kernel[1], kernel[0]))

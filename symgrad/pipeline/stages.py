@@ -55,7 +55,7 @@ def optimize(prog, shapes, options, c_name, expect=None):
 def render(prog, c_name, dtype, options, title, optional=0, sparse=False, expect=None):
     """(the in-process CPU kernel of ``prog``: render.Kernel, the vector width it is for).
     ``optional``: how many leading results may go unstored; ``sparse``: a sparse kind's."""
-    from ..build.compile import vector_bits
+    from ..build.host import vector_bits
     from ..render import pick, render as emit
     with stage(c_name, "generate C", expect=expect):
         target = pick("cpu", dtype, options)

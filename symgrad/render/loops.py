@@ -82,7 +82,7 @@ class _Emit:
         self.prog, self.name, self.target, self.options = prog, name, target, options
         self.M, self.W = target.math, target.block
         nodes = prog.nodes
-        # vector maths: loops of the block's lanes as vectors, one libmvec variant (cpu._simd)
+        # vector maths: loops of the block's lanes as vectors, one libmvec variant (lanes._simd)
         self.simd = f"SYMGRAD_LANES({self.W})" if any(n[0] in LIBRARY for n in nodes) else "SYMGRAD_SIMD"
         g = Graph(prog)
         self.vars = [g.loop_vars(i) for i in range(len(nodes))]

@@ -19,7 +19,7 @@ import operator
 import numpy as np
 
 from ..errors import TraceError
-from . import dtypes, registry, sumorder, values
+from . import bools, dtypes, registry, sumorder, values
 from .affine import add, const, flat as _flat, gather, index_vars, scale, var  # noqa: F401  (lazy.const ...)
 from .values import Condition, Value, builder, user_site
 
@@ -164,7 +164,7 @@ for _dunder, _ufunc in (("lt", "less"), ("le", "less_equal"), ("gt", "greater"),
                         ("eq", "equal"), ("ne", "not_equal")):
     setattr(LazyArray, f"__{_dunder}__", _op(_ufunc))
 for _dunder, _ufunc in (("and", "bitwise_and"), ("or", "bitwise_or"), ("xor", "bitwise_xor")):  # numpy's &, |, ^:
-    setattr(LazyArray, f"__{_dunder}__", _op(_ufunc))  # logical on bools (tracing/dtypes.py)
+    setattr(LazyArray, f"__{_dunder}__", _op(_ufunc))  # logical on bools (tracing/bools.py)
     setattr(LazyArray, f"__r{_dunder}__", _op(_ufunc, True))
 def _in_place(self, other):
     raise Unrollable(f"an in-place operation on an array at {user_site()}")
@@ -198,7 +198,7 @@ def data(b, arr):
         return read(b, "d", d, _flat(idx, shape))
     if arr.dtype.kind == "b":  # a bool array's entries are numpy's bools (True + True is True)
         def at(idx, _read=at):
-            return dtypes.numpy_bool(_read(idx) != 0)
+            return bools.numpy_bool(_read(idx) != 0)
     return LazyArray(b, shape, at, ("d", d), [s // arr.itemsize * 8 for s in arr.strides])
 
 

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from . import dtypes, registry
+from . import bools, dtypes, registry
 from .lazy import LazyArray, Unrollable, _axes, _index, _reshape, _transpose, elementwise, wrap
 from .lazy_sum import _matmul, _sum
 from .values import Condition, Value, builder, user_site, where
@@ -18,8 +18,8 @@ def np_where(c, a, b):
     number ``c`` is true unless 0."""
     if isinstance(c, Value):
         c = c != 0
-    if isinstance(c, Condition) and dtypes._boolish(a) and dtypes._boolish(b):
-        return dtypes.numpy_bool((c & a) | (~c & b))
+    if isinstance(c, Condition) and bools.boolish(a) and bools.boolish(b):
+        return bools.numpy_bool((c & a) | (~c & b))
     return where(c, a, b)
 
 

@@ -11,7 +11,7 @@ import types
 
 import numpy as np
 
-from . import overlay, registry
+from . import overlay, overlay_names, registry
 from .standins import standin
 from .usercode import is_user_code, module_file as _module_file
 
@@ -73,7 +73,7 @@ class Globals(dict):
         dict.__setitem__(self, "__builtins__", _Builtins(real.get("__builtins__", builtins)))
 
     def __getitem__(self, k):
-        return _view(overlay.global_value(self.real, k) if overlay._dirty else self.real[k])
+        return _view(overlay_names.global_value(self.real, k) if overlay._dirty else self.real[k])
 
 
 class _Builtins(dict):
@@ -93,13 +93,13 @@ class _ModuleView:
         object.__setattr__(self, "_module", module)
 
     def __getattr__(self, k):
-        return _view(overlay.getattr_(object.__getattribute__(self, "_module"), k))
+        return _view(overlay_names.getattr_(object.__getattribute__(self, "_module"), k))
 
     def __setattr__(self, k, v):
-        overlay.setattr_(object.__getattribute__(self, "_module"), k, v)
+        overlay_names.setattr_(object.__getattribute__(self, "_module"), k, v)
 
     def __delattr__(self, k):
-        overlay.delattr_(object.__getattribute__(self, "_module"), k)
+        overlay_names.delattr_(object.__getattribute__(self, "_module"), k)
 
 
 class _CallableView:
@@ -118,10 +118,10 @@ class _CallableView:
         return intercept(obj)(*a, **k)
 
     def __getattr__(self, k):
-        return overlay.getattr_(object.__getattribute__(self, "_obj"), k)
+        return overlay_names.getattr_(object.__getattribute__(self, "_obj"), k)
 
     def __setattr__(self, k, v):
-        overlay.setattr_(object.__getattribute__(self, "_obj"), k, v)
+        overlay_names.setattr_(object.__getattribute__(self, "_obj"), k, v)
 
 
 def _view(v):

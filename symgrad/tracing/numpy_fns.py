@@ -21,7 +21,7 @@ except ImportError:  # numpy < 2
     from numpy.core.numeric import normalize_axis_tuple
 
 from ..errors import TraceError
-from . import dtypes, lazy_numpy
+from . import bools, dtypes, lazy_numpy
 from .registry import HOOKS, register
 from .ufuncs import _frompyfunc, as_array, each, elementwise, holds_traced, numeric, obj, refusing, result, scalar_of, traced
 from .lazy import LazyArray, Unrollable
@@ -152,12 +152,12 @@ def _arrays_in(original, sequence):
             b.arguments[name] = _as_traced(v, nested=sequence and k == 0)
         if b.arguments.get("dtype") is not None and keeps_values(b.arguments["dtype"]):
             b.arguments["dtype"] = None  # float64: the values as they are (float32: refused)
-        if original is np.diff and dtypes.logical(b.arguments["a"]) and \
+        if original is np.diff and bools.logical(b.arguments["a"]) and \
                 b.arguments.get("prepend", np._NoValue) is b.arguments.get("append", np._NoValue) is np._NoValue:
             return _bool_diff(b.arguments["a"], b.arguments.get("n", 1), b.arguments.get("axis", -1))
         r = result(original(*b.args, **b.kwargs))
         if sequence:  # bool arrays joined with float ones: numpy's float array (its 1.0 / 0.0)
-            r = result(dtypes.numbers(r))
+            r = result(bools.numbers(r))
         elif original in (np.dot, np.inner) and dtypes.dot_from_zero(
                 np.shape(values[0]), np.shape(values[1]), original is np.inner):  # BLAS's sum from +0.0
             r = result(dtypes.each_entry(dtypes.plus_zero, r))

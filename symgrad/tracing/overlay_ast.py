@@ -17,7 +17,7 @@ import itertools
 
 from .overlay import DIRTY, HOOK, INSERTERS, PLAIN
 from .scopes import Scope, chain as _chain, params as _params, resolve
-from .transform import CALL
+from .rewrite_calls import CALL
 
 class _Pass(ast.NodeTransformer):
     def __init__(self, freevars, cellish):

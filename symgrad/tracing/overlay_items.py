@@ -12,7 +12,8 @@ import sys
 import types
 
 from . import standins
-from .overlay import _CONTAINERS, _IOPS, _MISS, _PLAIN, DIRTY, HOOK, PLAIN, SYMBOLS, _dirty, _drop, _ov, augattr, augglobal, delattr_, delglobal, getattr_, global_, hasattr_, inplace, is_shared, refuse, setattr_, setglobal, traced
+from .overlay import _CONTAINERS, _IOPS, _MISS, _PLAIN, DIRTY, HOOK, PLAIN, _dirty, _drop, _ov, traced
+from .overlay_names import SYMBOLS, augattr, augglobal, delattr_, delglobal, getattr_, global_, hasattr_, inplace, is_shared, refuse, setattr_, setglobal
 from .values import state
 
 

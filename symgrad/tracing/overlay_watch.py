@@ -9,7 +9,7 @@ attribute of that name of anything, a global of its module, a cell of that name)
 an object, class or module the overlay holds something of and loads a name of what reads an
 object's attributes by itself (``__dict__``, vars, getattr, copy, dataclasses.astuple ...). Library code that rewritten code
 calls with such an object (copy.copy, vars, dataclasses.astuple, pickle) is refused at the
-call (``guard``), and so is reading such an object's ``__dict__`` (overlay.getattr_). A refusal
+call (``guard``), and so is reading such an object's ``__dict__`` (overlay_names.getattr_). A refusal
 swallowed by the code around it still fails the trace (overlay.end raises it)."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What code converted by transform.py calls at run time, through one builtin (``__symgrad_if__``).
+"""What code converted by rewrite_branches.py calls at run time, through one builtin (``__symgrad_if__``).
 
 An ``if`` asks ``test``/``traced`` whether its condition is traced; if so both branches run
 (``paths`` marks the frame as inside them) and ``merge`` makes each variable a select

@@ -8,7 +8,7 @@ import numpy as np
 
 from . import names as ops
 from ..errors import TraceError
-from . import dtypes, lazy, lazy_numpy, registry, sumorder, unshaped, values
+from . import bools, dtypes, lazy, lazy_numpy, registry, sumorder, unshaped, values
 from .registry import element_of, ufunc_name
 from .values import Condition, TracedArray, Value, apply, builder, keeps_values, user_site, where
 
@@ -64,7 +64,7 @@ def _ufunc_elements():
                  clip=lambda x, lo, hi: table["minimum"](table["maximum"](x, lo), hi),
                  heaviside=_heaviside, logaddexp=_logaddexp, logaddexp2=_logaddexp2,
                  conjugate=lambda x: x)  # the values are real
-    dtypes.numpy_bools(table, [n for n, op in ops.NUMPY.items() if op in ops.COMPARE + ops.LOGIC])
+    bools.numpy_bools(table, [n for n, op in ops.NUMPY.items() if op in ops.COMPARE + ops.LOGIC])
     # numpy's own ufuncs, as umath holds them (np.clip is a function; a np.sin replaced is not numpy's)
     ufuncs = {name: registry.genuine(umath, name) for name in table}
     return {u: table[name] for name, u in ufuncs.items() if isinstance(u, np.ufunc)}
@@ -254,7 +254,7 @@ def as_array(x):
         arr = np.array(x, dtype=object)
     except ValueError:
         raise TraceError(f"a ragged list of traced values at {user_site()}: numpy needs rectangular arrays") from None
-    arr = dtypes.numbers(arr)  # comparisons beside numbers: numpy's float array (1.0 / 0.0)
+    arr = bools.numbers(arr)  # comparisons beside numbers: numpy's float array (1.0 / 0.0)
     if arr.ndim == 0 and not isinstance(arr[()], (Value, Condition)):
         arr = np.empty((), dtype=object)
         arr[()] = x

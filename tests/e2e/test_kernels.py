@@ -345,11 +345,11 @@ def test_fixed_entry_table_is_not_miscompiled():
 def test_a_compiler_without_a_preferred_vector_width_builds_long_kernels(monkeypatch, tmp_path):
     """GCC before 8 knows no -mprefer-vector-width (block_flags of a kernel past
     Options.block_vector_ops): the kernel is built without it, and computes the same numbers."""
-    from symgrad.build import pch
+    from symgrad.build import host, pch
     old = tmp_path / "cc"
     old.write_text("#!/bin/sh\nfor a in \"$@\"; do case \"$a\" in -mprefer-vector-width=*)\n"
                    "  echo \"cc: error: unrecognized command line option '$a'\" >&2; exit 1;; esac; done\n"
-                   f"exec {build.compiler()[0]} \"$@\"\n")
+                   f"exec {host.compiler()[0]} \"$@\"\n")
     old.chmod(0o755)
     x = np.linspace(0.0, 3.0, 30) + np.repeat([0.0, 0.5, 1.0], 10)
     want = symgrad.compile(pairs10, [(30,)]).grad(x)

@@ -12,7 +12,7 @@ import pytest
 
 import symgrad
 from helpers import run_python
-from symgrad.build import compile as build, pch
+from symgrad.build import host, pch
 from symgrad.render import TARGETS, render
 from symgrad.render.target import units_text
 from symgrad.render.runtime import csrc_dir
@@ -32,7 +32,7 @@ def lj(x):
 
 
 def _kernel(F):
-    return render(F.optimized(), F.c_name, TARGETS["cpu", "float64"], build.vector_bits(), F.options, title=F.title)
+    return render(F.optimized(), F.c_name, TARGETS["cpu", "float64"], host.vector_bits(), F.options, title=F.title)
 
 
 def _units():
@@ -50,15 +50,15 @@ def _units():
 
 
 def _flags(extra):
-    return [*[f for f in build.flags() + tuple(extra) if not f.startswith("-l")], "-I", str(csrc_dir())]
+    return [*[f for f in host.flags() + tuple(extra) if not f.startswith("-l")], "-I", str(csrc_dir())]
 
 
 def _precompiled(flags, text, seconds=120):
     """The precompiled header's -I arguments for ``text``, waiting for its build."""
     deadline = time.monotonic() + seconds
-    pch.prepare(build.compiler(), flags, text, build.machine())
+    pch.prepare(host.compiler(), flags, text, host.machine())
     while True:
-        args = pch.include_dirs(build.compiler(), flags, text, build.machine())
+        args = pch.include_dirs(host.compiler(), flags, text, host.machine())
         if args:
             return args
         assert time.monotonic() < deadline, "no precompiled header was built"
@@ -69,7 +69,7 @@ def _object(tmp_path, name, flags, text, pch_args=()):
     (tmp_path / name).mkdir()
     src, obj = tmp_path / name / "unit.c", tmp_path / name / "unit.o"  # one name: it is in the object
     src.write_text(text)
-    r = subprocess.run([*build.compiler(), *flags[:-2], *pch_args, *flags[-2:], "-H", "-c", str(src), "-o", str(obj)],
+    r = subprocess.run([*host.compiler(), *flags[:-2], *pch_args, *flags[-2:], "-H", "-c", str(src), "-o", str(obj)],
                        capture_output=True, text=True, check=True)
     used = any(line.startswith("! ") and line.endswith(".gch") for line in r.stderr.splitlines())
     return obj.read_bytes(), used
@@ -89,10 +89,10 @@ def test_each_kind_of_unit_compiles_to_the_same_object_with_the_precompiled_head
 def own_compiler(monkeypatch):
     """A compiler command of this test alone (a macro no unit uses): its own precompiled header,
     in a directory of its own, removed after the test (with any build still writing there)."""
-    cc = f"{build.compiler()[0]} -DSYMGRAD_PCH_TEST_{os.getpid()}_{time.monotonic_ns()}"
+    cc = f"{host.compiler()[0]} -DSYMGRAD_PCH_TEST_{os.getpid()}_{time.monotonic_ns()}"
     monkeypatch.setenv("CC", cc)
     monkeypatch.setattr(pch, "DIR", f"__pch_test_{os.getpid()}__")
-    yield build.compiler()
+    yield host.compiler()
     shutil.rmtree(csrc_dir() / pch.DIR, ignore_errors=True)
 
 
@@ -102,7 +102,7 @@ def test_a_damaged_precompiled_header_is_discarded_and_the_kernel_is_right(own_c
     (on an AVX-512 CPU a kernel of scalars adds -mprefer-vector-width=512; bits=512 renders as
     there, which any x86-64 GCC compiles)."""
     if bits:
-        monkeypatch.setattr(build, "vector_bits", lambda: bits)
+        monkeypatch.setattr(host, "vector_bits", lambda: bits)
     c = 1.0 + 2.0 ** -20 + (bits or 0) * 2.0 ** -40  # a function no other test compiles
     G = symgrad.compile(lambda x: math.exp(c * x) * x, [()]).grad
     kernel = _kernel(G)
@@ -127,8 +127,8 @@ def test_a_precompiled_header_whose_files_changed_is_not_read(monkeypatch, tmp_p
     with open(os.path.join(args[1], "deps")) as f:
         files = [line.split(" ", 2)[2] for line in f.read().splitlines()]
     assert os.path.join(args[1], pch.HEADER) in files and "/math.h" in " ".join(files)
-    ask = (f"from symgrad.build import compile as build, pch; pch.DIR = {pch.DIR!r}; "
-           f"print(pch.include_dirs({cc!r}, {flags!r}, {text!r}, build.machine()))")
+    ask = (f"from symgrad.build import host, pch; pch.DIR = {pch.DIR!r}; "
+           f"print(pch.include_dirs({cc!r}, {flags!r}, {text!r}, host.machine()))")
     assert run_python(ask, tmp_path, CC=" ".join(cc)).lines == [repr(args)]
     os.utime(os.path.join(args[1], "symgrad_math.h"), ns=(0, 0))
     assert run_python(ask, tmp_path, CC=" ".join(cc)).lines == ["[]"]
@@ -136,17 +136,17 @@ def test_a_precompiled_header_whose_files_changed_is_not_read(monkeypatch, tmp_p
 
 
 def test_a_unit_with_anything_but_defines_before_the_include_reads_the_header_itself():
-    flags, cc, host = _flags(()), build.compiler(), build.machine()
-    assert pch._place(cc, flags, '/* a */\n#define A\n#include "symgrad_rt.h"\n', host) is not None
-    assert pch._place(cc, flags, 'int x;\n#include "symgrad_rt.h"\n', host) is None
-    assert pch._place(cc, flags, "/* no runtime */\nint x;\n", host) is None
+    flags, cc, cpu = _flags(()), host.compiler(), host.machine()
+    assert pch._place(cc, flags, '/* a */\n#define A\n#include "symgrad_rt.h"\n', cpu) is not None
+    assert pch._place(cc, flags, 'int x;\n#include "symgrad_rt.h"\n', cpu) is None
+    assert pch._place(cc, flags, "/* no runtime */\nint x;\n", cpu) is None
 
 
 def _ccache_named_gcc(tmp_path):
     """/usr/lib/ccache's layout: a link named gcc to a program named ccache (here a copy of the
     compiler: an ELF file, as ccache is)."""
     real = tmp_path / "ccache"
-    shutil.copy(shutil.which(build.compiler()[0]), real)
+    shutil.copy(shutil.which(host.compiler()[0]), real)
     (tmp_path / "gcc").symlink_to(real)
     return [str(tmp_path / "gcc")]
 
@@ -154,7 +154,7 @@ def _ccache_named_gcc(tmp_path):
 @pytest.mark.parametrize("cc", [["ccache", "gcc"], ["no-such-compiler-anywhere"], _ccache_named_gcc])
 def test_no_precompiled_header_for_a_compiler_wrapper_or_a_missing_compiler(cc, tmp_path):
     cc = cc(tmp_path) if callable(cc) else cc
-    assert pch._place(cc, _flags(()), '#include "symgrad_rt.h"\n', build.machine()) is None
+    assert pch._place(cc, _flags(()), '#include "symgrad_rt.h"\n', host.machine()) is None
 
 
 def test_a_removed_working_directory_with_options_in_cc(monkeypatch, tmp_path, own_compiler):
@@ -164,7 +164,7 @@ def test_a_removed_working_directory_with_options_in_cc(monkeypatch, tmp_path, o
     gone.mkdir()
     monkeypatch.chdir(gone)
     os.rmdir(gone)
-    assert pch._place(own_compiler, _flags(()), '#include "symgrad_rt.h"\n', build.machine()) is None
+    assert pch._place(own_compiler, _flags(()), '#include "symgrad_rt.h"\n', host.machine()) is None
     c = 1.0 + 2.0 ** -21  # a function no other test compiles
     G = symgrad.compile(lambda x: math.exp(c * x) * x + 1.0, [()]).grad
     assert G(0.5) == pytest.approx(math.exp(c * 0.5) * (1.0 + c * 0.5), rel=1e-15)
@@ -182,6 +182,6 @@ def test_a_build_that_cannot_start_leaves_no_marker(monkeypatch, own_compiler, s
     from symgrad.build import spawn
     monkeypatch.setattr(spawn, "run", start)
     text = '/* y */\n#include "symgrad_rt.h"\n'
-    pch.prepare(own_compiler, _flags(()), text, build.machine())
+    pch.prepare(own_compiler, _flags(()), text, host.machine())
     root = csrc_dir() / pch.DIR
     assert os.path.isdir(root) and not [p for p in os.listdir(root) if p.endswith(".building")]
