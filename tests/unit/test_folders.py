@@ -6,7 +6,7 @@ import pathlib
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PKG = ROOT / "symgrad"
 STAGES = ["tracing", "ir", "transforms", "render", "build", "call", "pipeline", "edges", "extras"]
-TOP = {"__init__", "__main__", "function", "options", "errors", "signature", "forksafe",
+TOP = {"__init__", "__main__", "function", "options", "errors", "signature", "forksafe", "structure",
        "codegen", "dask", "ipopt"}  # the last three: public names of extras/ (symgrad.dask, ...)
 
 
