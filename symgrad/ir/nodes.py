@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from .ops import OPS
+from .ops import CALLS, LIBRARY, OPS
 
 
 @dataclass(frozen=True)
@@ -167,6 +167,16 @@ def is_condition(n) -> bool:
 def is_passive(n) -> bool:
     """A node no derivative passes through: a leaf or a condition."""
     return n[0] in _PASSIVE
+
+
+def is_call(n) -> bool:
+    """An op whose C spelling is a function call (ops.CALLS: the kernel's count of calls)."""
+    return n[0] in CALLS
+
+
+def calls_library(n) -> bool:
+    """An op that calls a maths library function (ops.LIBRARY: a vector one in a SIMD loop)."""
+    return n[0] in LIBRARY
 
 
 def is_polynomial(n) -> bool:

@@ -14,8 +14,7 @@ from fractions import Fraction
 import numpy as np
 
 from ..ir.graph import number
-from ..ir.nodes import is_additive, is_arg, is_atom, is_const, is_neg, is_pow, is_select, op_name, op_of
-from ..ir.ops import CALLS
+from ..ir.nodes import is_additive, is_arg, is_atom, is_call, is_const, is_neg, is_pow, is_select, op_name, op_of
 from .target import VECTOR_FUNCTIONS
 
 
@@ -148,7 +147,7 @@ class Lowered:
                 continue
             op = op_name(n)
             ops += 1
-            if op in CALLS or (is_pow(n) and _integer_power(nodes, n[2]) is None):
+            if is_call(n) or (is_pow(n) and _integer_power(nodes, n[2]) is None):
                 calls += 1
             if len(n) == 3:
                 a, b = n[1], n[2]

@@ -15,7 +15,7 @@ from dataclasses import replace
 
 import math
 
-from ..ir.ops import LIBRARY
+from ..ir.nodes import calls_library
 from .c import Printer
 from .schedule import segment_lines
 from .schedule import schedule
@@ -35,7 +35,7 @@ def render(prog, name, target, vector_bits, options, title=None, optional=0, fix
     if wide:
         target = target.widened()
     sched = schedule(prog, name, options, fixed_group=fixed_group, roll=True)
-    if any(n[0] in LIBRARY for n in prog.nodes):
+    if any(map(calls_library, prog.nodes)):
         target = replace(target, vector_calls=True)
     T = target.real
     args, res = [a.name for a in sched.args], [r.name for r in sched.results]

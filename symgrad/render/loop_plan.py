@@ -8,8 +8,7 @@ import math
 from ..errors import CompileError
 from ..ir.graph import Graph, number
 from ..ir.nodes import is_arg, is_atom, is_const, is_leaf, is_loop, is_neg, is_pow, is_read, is_select, is_sum, \
-    op_name, reads_data
-from ..ir.ops import LIBRARY
+    calls_library, reads_data
 from .c import Printer, _integer_power
 from .indices import index_c
 from .schedule import cname
@@ -67,7 +66,7 @@ class LoopPlan:
         self.M, self.W = target.math, target.block
         nodes = prog.nodes
         # vector maths: loops of the block's lanes as vectors, one libmvec variant (cpu._simd)
-        self.simd = f"SYMGRAD_LANES({self.W})" if any(op_name(n) in LIBRARY for n in nodes) else "SYMGRAD_SIMD"
+        self.simd = f"SYMGRAD_LANES({self.W})" if any(map(calls_library, nodes)) else "SYMGRAD_SIMD"
         g = Graph(prog)
         self.vars = [g.loop_vars(i) for i in range(len(nodes))]
         taken = set()
