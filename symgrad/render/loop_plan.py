@@ -41,7 +41,7 @@ class _LoopPrinter(Printer):
         return super()._node(low, i, top)
 
 
-class _Group:
+class LoopGroup:
     """The loops over one set of index variables and what they compute: sums (accumulators),
     scatter terms (output, coef, weight, index) or map results."""
 
@@ -78,7 +78,7 @@ class LoopPlan:
             key = loops if order is None else ("numpy", loops, order)
             grp = self.groups.get(key)
             if grp is None:
-                grp = self.groups[key] = _Group(len(self.groups), loops, order)
+                grp = self.groups[key] = LoopGroup(len(self.groups), loops, order)
                 for v, _ in loops:
                     if v in by_var and by_var[v].loops != loops:
                         raise CompileError(f"{name}: loop variable {v} bound twice (a bug in symgrad)")

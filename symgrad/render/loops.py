@@ -1,5 +1,6 @@
 """The in-process CPU kernel of a program whose arrays stayed loops (read and sum nodes, map
-and scatter results: program.py), printed from the IR through the op table (c.Printer).
+and scatter results: program.py), printed from the IR through the op table (c.Printer), as
+loop_plan.py places and names its nodes.
 
 Per point: the straight-line code of what does not vary with any loop, each group of sums
 over the same loops computed by one loop (all their accumulators, and the scatters of a
@@ -19,7 +20,7 @@ from ..ir.graph import number
 from ..ir.nodes import is_arg, is_const, is_sum
 from . import pairwise
 from .indices import index_c, innermost, lanes_apart
-from .loop_plan import CHUNKS, LoopPlan, _Group
+from .loop_plan import CHUNKS, LoopPlan, LoopGroup
 from .target import Kernel
 
 PARALLEL_MIN = 1 << 15  # iterations from which a single point's loop runs on the thread team
@@ -66,7 +67,7 @@ def render_loops(prog, name, target, options, title=None) -> Kernel:
                 raise CompileError(f"{name}: the loops of a kernel depend on each other (a bug in symgrad)")
             state[x] = 1
             stack.append((x, True))
-            deps = sorted(x.reads) if isinstance(x, _Group) else sorted(em.needs([x], None) - {x})
+            deps = sorted(x.reads) if isinstance(x, LoopGroup) else sorted(em.needs([x], None) - {x})
             for d in deps:
                 d = group_of_sum.get(d, d)
                 if state.get(d) != 2:
@@ -80,7 +81,7 @@ def render_loops(prog, name, target, options, title=None) -> Kernel:
         if state.get(g) != 2:
             visit(g)
     for x in order:
-        if isinstance(x, _Group):
+        if isinstance(x, LoopGroup):
             lines += pairwise.ordered_loop(em, x, ind, _parallel) if x.order else _sum_loop(em, x, ind)
         elif not is_sum(nodes[x]):
             lines.append(em.define(x, ind))
