@@ -17,6 +17,7 @@ from sympy.logic.boolalg import ITE
 from sympy.codegen import cfunctions as cf
 
 from . import realfns as R
+from ..ir.nodes import is_const, is_neg
 from ..ir.program import Arg, Builder, Output, no_double
 
 
@@ -143,7 +144,7 @@ def _node(e, args, b):
     f = e.func
     if f in _ARITHMETIC or f in _FUNCS:
         for a, n in zip(e.args, args):
-            if b.nodes[n][0] == "const" and no_double(b.nodes[n]):
+            if is_const(b.nodes[n]) and no_double(b.nodes[n]):
                 raise ValueError(f"from_sympy: the number {a.evalf(5)} (in a {f.__name__}) has no double (past "
                                  f"{sys.float_info.max:.4g}): the kernel would compute inf or nan where the "
                                  "expression is finite (2**2000*x at x = 0); scale the expression")
@@ -152,7 +153,7 @@ def _node(e, args, b):
     if f is sp.Add:  # in sympy's order; a later term -x is subtracted (a + (-x) is a - x exactly)
         acc = args[0]
         for a in args[1:]:
-            acc = b.node("sub", acc, b.nodes[a][1]) if b.nodes[a][0] == "neg" else b.node("add", acc, a)
+            acc = b.node("sub", acc, b.nodes[a][1]) if is_neg(b.nodes[a]) else b.node("add", acc, a)
         return acc
     if f is sp.Pow:
         return b.node("pow", *args)

@@ -19,6 +19,7 @@ from sympy.codegen import cfunctions as cf  # noqa: F401  (the registry's sympy 
 
 from . import realfns as R
 from ..ir import ops as _registry
+from ..ir.nodes import is_arg, is_const, op_name
 from ..ir.program import Program, const_value
 
 
@@ -142,10 +143,9 @@ def to_sympy(prog: Program) -> SymProgram:
     record = Recorder()
     val = []
     for node in prog.nodes:
-        op = node[0]
-        if op == "arg":
+        if is_arg(node):
             val.append(args[node[1]].symbols[node[2]])
-        elif op == "const":
+        elif is_const(node):
             val.append(_number(node))
         else:
             val.append(record(node_expr(prog, node, [val[i] for i in node[1:]])))
@@ -155,15 +155,28 @@ def to_sympy(prog: Program) -> SymProgram:
 
 def node_expr(prog, node, operands):
     """The sympy expression of one operation node on the expressions of its operands."""
-    op = node[0]
-    if op in ("div", "pow"):
-        return _IEEE[op](*operands, negative_zero=_negative_zero(prog.nodes[node[2]]))
-    if op == "atan2" and _negative_zero(prog.nodes[node[1]]):
+    op = op_name(node)
+    special = _SPECIAL.get(op)
+    e = special(prog.nodes, node, operands) if special is not None else None
+    return _apply(op, operands) if e is None else e
+
+
+def _ieee(nodes, node, operands):
+    """A division or a power, IEEE's at a zero (its sign: that of a constant second operand)."""
+    return _IEEE[op_name(node)](*operands, negative_zero=_negative_zero(nodes[node[2]]))
+
+
+def _atan2(nodes, node, operands):
+    if _negative_zero(nodes[node[1]]):
         return -sp.atan2(sp.S.Zero, operands[1])  # atan2(-0.0, x): the lower half plane
-    if op == "copysign" and prog.nodes[node[2]][0] == "const":
-        return -R.Abs(operands[0]) if math.copysign(1, float(const_value(prog.nodes[node[2]]))) < 0 \
-            else R.Abs(operands[0])  # the sign of a constant, -0.0 included
-    return _apply(op, operands)
+    return None
+
+
+def _copysign(nodes, node, operands):
+    if is_const(nodes[node[2]]):  # the sign of a constant, -0.0 included
+        return -R.Abs(operands[0]) if math.copysign(1, float(const_value(nodes[node[2]]))) < 0 \
+            else R.Abs(operands[0])
+    return None
 
 
 def _number(node):
@@ -182,7 +195,7 @@ _NAMED = {"pi": sp.pi, "E": sp.E, "EulerGamma": sp.EulerGamma}
 
 
 def _negative_zero(node):
-    return node[0] == "const" and node[1] == "f" and node[2].startswith("-0x0.0")
+    return is_const(node) and node[1] == "f" and node[2].startswith("-0x0.0")
 
 
 def _div(a, b, negative_zero=False):
@@ -205,6 +218,8 @@ def _pow(a, b, negative_zero=False):
 
 
 _IEEE = {"div": _div, "pow": _pow}
+_SPECIAL = {"div": _ieee, "pow": _ieee, "atan2": _atan2, "copysign": _copysign}  # ops whose sympy form reads
+# its operands' nodes (None: the registry's form)
 
 
 def relation(rel, negate=False):

@@ -10,24 +10,12 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-import numpy as np
-
+from .fold import finite, fold, in_range
 from .program import Output, Program, const_key, const_value, index_vars
-from .ops import OPS
 
 LEAVES = ("const", "arg", "read")  # nodes with no operand nodes (a read's are its index)
 _MUL_SPECIAL = frozenset({"const", "div", "neg"})  # the operands Graph.mul may rewrite a product of
 _NAMED = {"pi": math.pi, "E": math.e, "EulerGamma": 0.5772156649015329}
-_TINY, _HUGE = Fraction(2.2250738585072014e-308), Fraction(1.7976931348623157e308)
-
-
-def _finite(v):
-    return not isinstance(v, float) or math.isfinite(v)
-
-
-def _in_range(r):
-    """Whether exact constant ``r`` is 0 or a normal double: folding it loses nothing."""
-    return r == 0 or _TINY <= abs(Fraction(r)) <= _HUGE
 
 
 def number(node):
@@ -104,7 +92,7 @@ class Graph:
                 else:  # every operand a constant
                     folded = self._folded.get(n, self._folded)
                     if folded is self._folded:  # each node of constants folded once (in rationals: slow)
-                        folded = self._folded[n] = self._fold(n)
+                        folded = self._folded[n] = fold(self, n)
                     if folded is not None:
                         return folded
             i = self.index[n] = len(self.nodes)
@@ -137,29 +125,6 @@ class Graph:
 
     def is_one(self, i):
         return i in self.ones
-
-    def _fold(self, n):
-        """A node of constants as a constant: exact arithmetic in rationals where every
-        operand is finite, numpy's float64 value otherwise."""
-        op, xs = n[0], [self.value(j) for j in n[1:]]
-        exact = all(isinstance(x, (int, Fraction)) or (isinstance(x, float) and math.isfinite(x)) for x in xs)
-        if exact and op in ("add", "sub", "mul", "neg", "div"):
-            q = [Fraction(x) for x in xs]
-            if op != "div" or q[1] != 0:
-                r = {"add": lambda: q[0] + q[1], "sub": lambda: q[0] - q[1], "mul": lambda: q[0] * q[1],
-                     "neg": lambda: -q[0], "div": lambda: q[0] / q[1]}[op]()
-                if r == 0 and op in ("mul", "div", "neg") and any(isinstance(x, float) for x in xs):
-                    r = float(np.float64(OPS[op].value(*[np.float64(x) for x in xs])))  # the sign of a zero
-                elif not _in_range(r):  # 1e200 * 1e200 stays a product: x * its rounding to inf is not
-                    return None  # what the program computes where x is small
-                return self.const(int(r) if isinstance(r, Fraction) and r.denominator == 1 else r)
-        if exact and op == "pow" and isinstance(xs[1], int) and xs[0] != 0 and abs(xs[1]) <= 64:
-            r = Fraction(xs[0]) ** xs[1]
-            return self.const(r) if _in_range(r) else None
-        with np.errstate(all="ignore"):
-            v = OPS[op].value(*[np.float64(float(x)) for x in xs])
-        v = float(v) if not OPS[op].condition else int(bool(v))
-        return self.const(v)
 
     # -- simplifying constructors (for what transforms build) -----------------------------
     def add(self, a, b):
@@ -235,7 +200,7 @@ class Graph:
                 ok = self._scales.get(key)
                 if ok is None:  # once per pair of constants (rationals: slow)
                     k = self.value(nb[1])
-                    ok = self._scales[key] = _finite(c) and _finite(k) and _in_range(Fraction(c) * Fraction(k))
+                    ok = self._scales[key] = finite(c) and finite(k) and in_range(Fraction(c) * Fraction(k))
                 if ok:
                     return self.mul(self.node("mul", a, nb[1]), nb[2])
             if not isinstance(c, float) or math.isfinite(c):

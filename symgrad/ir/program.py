@@ -2,7 +2,8 @@
 
 Node ``k`` is a tuple ``(op, *operands)``: ``("arg", a, j)`` is entry ``j`` (C order) of
 argument ``a``, ``("const", tag, payload)`` an exact number, every other op names an
-operation (see ops.py) on earlier nodes, by index. Identical nodes are shared (value
+operation (see ops.py) on earlier nodes, by index (nodes.py: the structural ops' layouts and
+what the rest of symgrad asks of a node). Identical nodes are shared (value
 numbering), so the program is a DAG. Its hash is the cache key of everything compiled
 from it; sympy sees it only on a cache miss (symbolic.py)."""
 from __future__ import annotations

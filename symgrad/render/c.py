@@ -14,7 +14,7 @@ from fractions import Fraction
 import numpy as np
 
 from ..ir.graph import number
-from ..ir.ops import CALLS, OPS
+from ..ir.nodes import is_additive, is_arg, is_atom, is_call, is_const, is_neg, is_pow, is_select, op_name, op_of
 from .target import VECTOR_FUNCTIONS
 
 
@@ -64,7 +64,7 @@ class _Out:
 
 def _integer_power(nodes, b):
     n = nodes[b]
-    if n[0] != "const":
+    if not is_const(n):
         return None
     v = number(n)
     if isinstance(v, Fraction) and v.denominator == 1:
@@ -93,7 +93,7 @@ class Lowered:
         nodes = prog.nodes
         uses = [0] * len(nodes)
         for n in nodes:
-            if n[0] not in ("const", "arg"):
+            if not is_atom(n):
                 for j in n[1:]:
                     uses[j] += 1
         for o in prog.outputs:
@@ -101,19 +101,19 @@ class Lowered:
                 uses[r] += 1
         pinned = set()  # nodes that must be statements whatever their uses
         for n in nodes:
-            if n[0] == "pow" and (_integer_power(nodes, n[2]) or 0) not in (0, 1, -1):
+            if is_pow(n) and (_integer_power(nodes, n[2]) or 0) not in (0, 1, -1):
                 pinned.add(n[1])  # a base multiplied by itself: printed once
-            elif n[0] == "select":  # a chain of selects (np.max) nested into one expression
+            elif is_select(n):  # a chain of selects (np.max) nested into one expression
                 for j in n[2:]:     # would keep every condition alive to its end
-                    if nodes[j][0] == "select":
+                    if is_select(nodes[j]):
                         pinned.add(j)
-            elif links and n[0] in ("add", "sub"):  # a running sum's links: statements, to roll
+            elif links and is_additive(n):  # a running sum's links: statements, to roll
                 for j in n[1:]:
-                    if nodes[j][0] in ("add", "sub"):
+                    if is_additive(nodes[j]):
                         pinned.add(j)
         if links:  # its last link too, written to the result by a statement of its own
             pinned.update(r for o in prog.outputs for r in o.refs
-                          if nodes[r][0] in ("add", "sub") and any(nodes[j][0] in ("add", "sub") for j in nodes[r][1:]))
+                          if is_additive(nodes[r]) and any(is_additive(nodes[j]) for j in nodes[r][1:]))
         self.refs = {}
         self.args = []
         for a, arg in enumerate(prog.args):
@@ -136,18 +136,18 @@ class Lowered:
         view = _View(nodes, inline, refs, ref_of)
         limit = options.max_inlined_nodes
         for i, n in enumerate(nodes):
-            op = n[0]
-            if op == "const":
+            if is_const(n):
                 inline[i], reads[i] = True, empty
                 if links:
                     part[i] = forms.setdefault(n, len(forms))
                 continue
-            if op == "arg":
+            if is_arg(n):
                 ref = ref_of[i] = refs[n]
                 inline[i], reads[i] = True, (ref,)
                 continue
+            op = op_name(n)
             ops += 1
-            if op in CALLS or (op == "pow" and _integer_power(nodes, n[2]) is None):
+            if is_call(n) or (is_pow(n) and _integer_power(nodes, n[2]) is None):
                 calls += 1
             if len(n) == 3:
                 a, b = n[1], n[2]
@@ -164,7 +164,7 @@ class Lowered:
                 rs, sz = sum([reads[j] for j in n[1:]], ()), 1 + sum([size[j] for j in n[1:]])
                 if links:
                     form = forms.setdefault((op, *[part[j] for j in n[1:]]), len(forms))
-            if op == "neg" or (uses[i] == 1 and sz <= limit and i not in pinned):
+            if is_neg(n) or (uses[i] == 1 and sz <= limit and i not in pinned):
                 inline[i], reads[i], size[i] = True, rs, sz
                 if links:
                     part[i] = form
@@ -250,17 +250,16 @@ class Printer:
 
     def _node(self, low, i, top=False):
         n = low.nodes[i]
-        op = n[0]
-        if op == "const":
+        if is_const(n):
             return self.literal(number(n))
-        if op == "arg":
+        if is_arg(n):
             return self.names[low.refs[n]]
         if not top and not low.inline[i]:
             return self.names[low.ref_of[i]]
-        if op == "pow":
+        if is_pow(n):
             return self._pow(low, n[1], n[2])
         a = [self._operand(low, j) for j in n[1:]]
-        c = OPS[op].c
+        c = op_of(n).c
         if isinstance(c, str):
             return f"{c}({', '.join(a)})" if c in ("isnan", "isinf", "isfinite") else self.call(c, a)
         if isinstance(c, tuple):
@@ -276,7 +275,7 @@ class Printer:
                 return self.one()
             s = self._ipow(base, abs(k))
             return s if k > 0 else f"({self.one()}/{s})"
-        v = number(low.nodes[x]) if low.nodes[x][0] == "const" else None
+        v = number(low.nodes[x]) if is_const(low.nodes[x]) else None
         if isinstance(v, Fraction) and v.denominator == 2 and abs(v.numerator) <= self.options.max_mul_pow:
             s = self._ipow(f"sqrt{self.suffix}({base})", abs(v.numerator))
             return s if v > 0 else f"({self.one()}/{s})"

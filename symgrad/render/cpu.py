@@ -16,7 +16,7 @@ from dataclasses import replace
 
 import math
 
-from ..ir.ops import LIBRARY
+from ..ir.nodes import calls_library
 from .c import Printer
 from .lanes import lane_functions, laned
 from .schedule import segment_lines
@@ -37,7 +37,7 @@ def render(prog, name, target, vector_bits, options, title=None, optional=0, fix
     if wide:
         target = target.widened()
     sched = schedule(prog, name, options, fixed_group=fixed_group, roll=True)
-    if any(n[0] in LIBRARY for n in prog.nodes):
+    if any(map(calls_library, prog.nodes)):
         target = replace(target, vector_calls=True)
     T = target.real
     args, res = [a.name for a in sched.args], [r.name for r in sched.results]

@@ -1,5 +1,6 @@
 """The in-process CPU kernel of a program whose arrays stayed loops (read and sum nodes, map
-and scatter results: program.py), printed from the IR through the op table (c.Printer).
+and scatter results: program.py), printed from the IR through the op table (c.Printer), as
+loop_plan.py places and names its nodes.
 
 Per point: the straight-line code of what does not vary with any loop, each group of sums
 over the same loops computed by one loop (all their accumulators, and the scatters of a
@@ -15,15 +16,13 @@ from __future__ import annotations
 import math
 
 from ..errors import CompileError
-from ..ir.graph import LEAVES, Graph, number
-from ..ir.ops import LIBRARY
-from .c import Printer, _integer_power
+from ..ir.graph import number
+from ..ir.nodes import is_arg, is_const, is_sum
 from . import pairwise
 from .indices import index_c, innermost, lanes_apart
-from .schedule import cname
+from .loop_plan import CHUNKS, LoopPlan, LoopGroup
 from .target import Kernel
 
-CHUNKS = 16          # pieces of the outermost loop (fixed: results do not depend on threads)
 PARALLEL_MIN = 1 << 15  # iterations from which a single point's loop runs on the thread team
 
 
@@ -35,222 +34,12 @@ def _parallel(total, ind):
     return ["#ifdef _OPENMP", f"{ind}_Pragma(\"omp parallel for schedule(static) if(sg_par)\")", "#endif"]
 
 
-class _View:
-    """The program as c.Printer reads it: which nodes are printed inside their user."""
-
-    def __init__(self, nodes, inline):
-        self.nodes, self.inline = nodes, inline
-        self.ref_of = {i: i for i in range(len(nodes))}
-        self.refs = {n: n for n in nodes if n[0] == "arg"}
-
-
-class _LoopPrinter(Printer):
-    """c.Printer, a select with a 0 branch (a guard) spelled as a bit mask (symgrad_keep):
-    gcc vectorises no loop that accumulates a conditional (lj by broadcasting: 2x slower)."""
-
-    def _node(self, low, i, top=False):
-        n = low.nodes[i]
-        if n[0] == "select" and (top or low.inline[i]):
-            zero = [low.nodes[j][0] == "const" and number(low.nodes[j]) == 0 and
-                    math.copysign(1, number(low.nodes[j])) > 0 for j in n[2:]]
-            if zero[1] != zero[0]:
-                c = self._operand(low, n[1])
-                return f"symgrad_keep{self.suffix}({c if zero[1] else '!(' + c + ')'}, " \
-                       f"{self._operand(low, n[3] if zero[0] else n[2])})"
-        return super()._node(low, i, top)
-
-
-class _Group:
-    """The loops over one set of index variables and what they compute: sums (accumulators),
-    scatter terms (output, coef, weight, index) or map results."""
-
-    def __init__(self, n, loops, order=None):
-        self.n, self.loops, self.sums, self.maps, self.stores = n, loops, [], [], []  # stores: (result, weight, index)
-        self.order = order  # (block, run): sums in numpy's order only (pairwise.py); None: any order
-        self.buffers, self.scatter = [], []  # (result, coef) of each buffer; (buffer, weight, index)
-        self.reads = set()  # the top-level nodes and sums its bodies read
-
-    def add_scatter(self, r, coef, weight, index):
-        """A scatter term into result ``r``: weights of one coefficient share a buffer."""
-        if (r, coef) not in self.buffers:
-            self.buffers.append((r, coef))
-        self.scatter.append((self.buffers.index((r, coef)), weight, index))
-
-
-class _Emit:
-    def __init__(self, prog, name, target, options):
-        self.prog, self.name, self.target, self.options = prog, name, target, options
-        self.M, self.W = target.math, target.block
-        nodes = prog.nodes
-        # vector maths: loops of the block's lanes as vectors, one libmvec variant (lanes._simd)
-        self.simd = f"SYMGRAD_LANES({self.W})" if any(n[0] in LIBRARY for n in nodes) else "SYMGRAD_SIMD"
-        g = Graph(prog)
-        self.vars = [g.loop_vars(i) for i in range(len(nodes))]
-        taken = set()
-        self.arg_c = [cname(a.name, taken, "a_") for a in prog.args]
-        self.res_c = [cname(o.name, taken) for o in prog.outputs]
-        self.groups, by_var = {}, {}
-
-        def group(loops, order=None):  # (sums in numpy's order: a loop of their own over the same variables)
-            key = loops if order is None else ("numpy", loops, order)
-            grp = self.groups.get(key)
-            if grp is None:
-                grp = self.groups[key] = _Group(len(self.groups), loops, order)
-                for v, _ in loops:
-                    if v in by_var and by_var[v].loops != loops:
-                        raise CompileError(f"{name}: loop variable {v} bound twice (a bug in symgrad)")
-                    by_var[v] = grp
-            return grp
-        for i, n in enumerate(nodes):
-            if n[0] == "sum":
-                group(*n[2:]).sums.append(i)
-        for r, o in enumerate(prog.outputs):
-            if o.loops:
-                group(o.loops).maps.append(r)
-            for c, w, loops, index in o.adds or ():
-                if loops and o.stores:
-                    group(loops).stores.append((r, w, index))
-                elif loops:
-                    group(loops).add_scatter(r, c, w, index)
-        for g in [g for g in self.groups.values() if g.order]:  # a few other sums over its loops: in its loop
-            free = self.groups.get(g.loops)
-            if free is not None and not (free.maps or free.stores or free.scatter) and len(free.sums) <= 8:
-                g.sums, free.sums = g.sums + free.sums, []
-        self.by_var = by_var
-        # where each node is computed (None: the top level) and who uses it there
-        self.home = [self._home(i) for i in range(len(nodes))]
-        uses, where = [0] * len(nodes), [set() for _ in nodes]
-
-        def use(j, ctx):
-            uses[j] += 1
-            where[j].add(ctx)
-        for i, n in enumerate(nodes):
-            if n[0] == "sum":
-                use(n[1], n[2])
-            elif n[0] not in LEAVES:
-                for j in n[1:]:
-                    use(j, self.home[i])
-        for o in prog.outputs:
-            for r in o.refs:
-                use(r, o.loops or None)
-            for c, w, loops, _ in o.adds or ():
-                use(c, None)
-                use(w, loops or None)
-        pinned = set()
-        for n in nodes:
-            if n[0] == "pow" and (_integer_power(nodes, n[2]) or 0) not in (0, 1, -1):
-                pinned.add(n[1])
-            if n[0] == "select":
-                pinned.update(j for j in n[2:] if nodes[j][0] == "select")
-        inline, size = [False] * len(nodes), [0] * len(nodes)
-        for i, n in enumerate(nodes):
-            if n[0] in ("const", "arg"):
-                inline[i] = True
-                continue
-            if n[0] in ("read", "sum"):
-                continue
-            size[i] = 1 + sum(size[j] for j in n[1:] if inline[j])
-            alone = where[i] == {self.home[i]}
-            if alone and (n[0] == "neg" or (uses[i] == 1 and i not in pinned
-                                            and size[i] <= options.max_inlined_nodes)):
-                inline[i] = True
-        self.view = _View(nodes, inline)
-        self.names = {}
-        for i, n in enumerate(nodes):
-            if n[0] == "arg":
-                self.names[n] = f"sg_v{n[1]}_{n[2]}"
-            elif n[0] == "sum":
-                self.names[i] = f"sg_A{i}"
-            elif n[0] == "read":
-                self.names[i] = f"sg_r{i}"
-            elif not inline[i]:
-                self.names[i] = f"t{i}" if self.home[i] is None else f"u{i}"
-        self.printer = _LoopPrinter(self.names, target, options)
-        self.ops = sum(1 for n in nodes if n[0] not in LEAVES)
-
-    def _home(self, i):
-        vs = self.vars[i]
-        if not vs:
-            return None
-        homes = {self.by_var[v].loops for v in vs if v in self.by_var}
-        if len(homes) != 1 or not all(v in self.by_var for v in vs):
-            raise CompileError(f"{self.name}: node {i} varies with the loops of two groups (a bug in symgrad)")
-        return homes.pop()
-
-    def p(self, i):
-        """Node ``i`` where it is used."""
-        return self.printer._operand(self.view, i)
-
-    def define(self, i, indent):
-        """The statement that computes named node ``i``."""
-        n = self.prog.nodes[i]
-        if n[0] == "read":
-            src = f"sg_d{n[2]}" if n[1] == "d" else self.arg_c[n[2]]
-            return f"{indent}const {self.M} {self.names[i]} = ({self.M}){src}[{index_c(n[3])}];"
-        return f"{indent}const {self.M} {self.names[i]} = {self.printer._node(self.view, i, top=True)};"
-
-    def statements(self, roots, home):
-        """The named nodes computed at ``home`` (None: the top level) that ``roots`` need, ascending."""
-        seen, stack, out = set(), list(roots), []
-        nodes = self.prog.nodes
-        while stack:
-            i = stack.pop()
-            if i in seen or self.home[i] != home or nodes[i][0] in ("const", "arg"):
-                continue
-            seen.add(i)
-            n = nodes[i]
-            if n[0] == "sum":
-                continue
-            if not self.view.inline[i]:
-                out.append(i)
-            if n[0] not in LEAVES:
-                stack.extend(n[1:])
-        return sorted(out)
-
-    def needs(self, roots, home):
-        """The top-level named nodes and sums that the nodes ``roots`` at ``home`` read."""
-        seen, stack, out = set(), list(roots), set()
-        nodes = self.prog.nodes
-        while stack:
-            i = stack.pop()
-            if i in seen:
-                continue
-            seen.add(i)
-            n = nodes[i]
-            if n[0] in ("const", "arg"):
-                continue
-            if self.home[i] is None and (i not in roots or home is not None):
-                if n[0] == "sum" or not self.view.inline[i]:
-                    out.add(i)
-                    continue
-            if n[0] == "sum":
-                continue
-            if n[0] not in LEAVES:
-                stack.extend(n[1:])
-        return out
-
-    def loops(self, loops, indent):
-        """Nested loops over ``loops``, the first over this chunk's piece (sg_c) of its range:
-        (opening lines, indent of the innermost body, closing lines)."""
-        lines, close = [], []
-        (v0, e0) = loops[0]
-        lines.append(f"{indent}for (int64_t sg_i{v0} = {e0}*sg_c/{CHUNKS}; sg_i{v0} < {e0}*(sg_c + 1)/{CHUNKS}; "
-                     f"++sg_i{v0}) {{")
-        close.append(f"{indent}}}")
-        ind = indent + "    "
-        for v, e in loops[1:]:
-            lines.append(f"{ind}for (int64_t sg_i{v} = 0; sg_i{v} < {e}; ++sg_i{v}) {{")
-            close.insert(0, f"{ind}}}")
-            ind += "    "
-        return lines, ind, close
-
-
 def render_loops(prog, name, target, options, title=None) -> Kernel:
-    em = _Emit(prog, name, target, options)
+    em = LoopPlan(prog, name, target, options)
     M, nodes, ind = em.M, prog.nodes, "    "
     lines = [f"{ind}const double *const sg_d{k} = (const double *)sg_data[{k}];" if d.dtype.kind == "f" else
              f"{ind}const int64_t *const sg_d{k} = (const int64_t *)sg_data[{k}];" for k, d in enumerate(prog.data)]
-    lines += [f"{ind}const {M} {em.names[n]} = ({M}){em.arg_c[n[1]]}[{n[2]}];" for n in nodes if n[0] == "arg"]
+    lines += [f"{ind}const {M} {em.names[n]} = ({M}){em.arg_c[n[1]]}[{n[2]}];" for n in nodes if is_arg(n)]
     # what the top level computes: plain results, coefficients of scatters, and whatever the
     # loops read; ordered so that each group's loop runs once all it reads is known
     sum_groups = [g for g in em.groups.values() if g.sums or g.scatter]
@@ -278,7 +67,7 @@ def render_loops(prog, name, target, options, title=None) -> Kernel:
                 raise CompileError(f"{name}: the loops of a kernel depend on each other (a bug in symgrad)")
             state[x] = 1
             stack.append((x, True))
-            deps = sorted(x.reads) if isinstance(x, _Group) else sorted(em.needs([x], None) - {x})
+            deps = sorted(x.reads) if isinstance(x, LoopGroup) else sorted(em.needs([x], None) - {x})
             for d in deps:
                 d = group_of_sum.get(d, d)
                 if state.get(d) != 2:
@@ -292,9 +81,9 @@ def render_loops(prog, name, target, options, title=None) -> Kernel:
         if state.get(g) != 2:
             visit(g)
     for x in order:
-        if isinstance(x, _Group):
+        if isinstance(x, LoopGroup):
             lines += pairwise.ordered_loop(em, x, ind, _parallel) if x.order else _sum_loop(em, x, ind)
-        elif nodes[x][0] != "sum":
+        elif not is_sum(nodes[x]):
             lines.append(em.define(x, ind))
     frees = []
     for r, (o, c) in enumerate(zip(prog.outputs, em.res_c)):
@@ -311,7 +100,7 @@ def render_loops(prog, name, target, options, title=None) -> Kernel:
             lines.append(f"{ind}for (int64_t sg_j = 0; sg_j < {o.size}; ++sg_j) {c}[sg_j] = 0;")
             for coef, w, loops, index in o.adds:
                 if not loops:
-                    one = nodes[coef][0] == "const" and number(nodes[coef]) == 1
+                    one = is_const(nodes[coef]) and number(nodes[coef]) == 1
                     lines.append(f"{ind}{c}[{index_c(index)}] += {em.p(w) if one else em.p(coef) + '*' + em.p(w)};")
             for g in sum_groups:
                 for b, (rr, coef) in enumerate(g.buffers):

@@ -27,7 +27,7 @@ DEPTH = 64  # the stack of right halves (a tree of 2**63 entries is deeper than 
 
 def ordered_loop(em, g, ind, parallel):
     """The C lines of group ``g`` (sums in numpy's order, all of one (block, run)); ``em``:
-    loops._Emit, ``parallel(total, indent)``: the thread team's pragma lines."""
+    loop_plan.LoopPlan, ``parallel(total, indent)``: the thread team's pragma lines."""
     M, prog, K = em.M, em.prog, len(g.sums)
     block, run = g.order
     total = math.prod(e for _, e in g.loops)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from ..errors import CompileError
+from ..ir.nodes import is_const
 from .c import lower
 from .roll import Roll, runs  # noqa: F401  (Roll: the type of Schedule.rolled's values)
 
@@ -148,7 +149,7 @@ def _fixed(out, group):
     fixed, nodes = {}, out.exprs[0].low.nodes
     for a in range(0, out.size, group):
         part = out.exprs[a:a + group]
-        if all(nodes[e.node][0] == "const" for e in part):
+        if all(is_const(nodes[e.node]) for e in part):
             fixed.update({a + j: e for j, e in enumerate(part)})
     return fixed
 

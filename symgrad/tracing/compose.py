@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import TraceError
-from ..ir.ops import OPS
+from ..ir.nodes import is_arg, is_condition, is_const, is_loop, op_name
 from ..structure import nest
 from . import values
 from .lazy import LazyArray, Unrollable
@@ -40,15 +40,14 @@ def inline(prog, structure, what, args):
     entries = [_entries(b, a, x, what) for a, x in zip(prog.args, args)]
     m = [None] * len(prog.nodes)
     for i, n in enumerate(prog.nodes):
-        op = n[0]
-        if op == "arg":
+        if is_arg(n):
             m[i] = entries[n[1]][n[2]]
-        elif op == "const":
+        elif is_const(n):
             m[i] = b.node(*n)
-        elif op in OPS and all(isinstance(j, int) for j in n[1:]):
-            m[i] = b.node(op, *(m[j] for j in n[1:]))
+        elif not is_loop(n) and all(isinstance(j, int) for j in n[1:]):
+            m[i] = b.node(op_name(n), *(m[j] for j in n[1:]))
         else:
-            raise TraceError(f"{what}: its program's operation {op!r} cannot be inlined into another trace "
+            raise TraceError(f"{what}: its program's operation {op_name(n)!r} cannot be inlined into another trace "
                              f"(at {user_site()}); call it outside the traced function and pass its result in")
     outs = []
     for o in prog.outputs:
@@ -64,7 +63,7 @@ def inline(prog, structure, what, args):
 
 def _result(b, i):
     n = b.nodes[i]
-    return Condition(b, i) if n[0] in OPS and OPS[n[0]].condition else Value(b, i)
+    return Condition(b, i) if is_condition(n) else Value(b, i)
 
 
 def _entries(b, arg, x, what):

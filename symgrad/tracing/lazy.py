@@ -7,14 +7,14 @@ an index variable (int) or a gather ``("g", data, index)`` of an integer data ar
 indexing with constant index arrays). Large arguments and large closed-over numeric arrays
 (data, read by pointer in the kernel) are the sources; ufuncs, broadcasting, slicing,
 indexing, transposes, ``sum``/``mean``/``dot``/``@``/``where`` build on them; a full
-reduction over loop variables is one ``("sum", body, vars[, order])`` node (lazy_sum.py).
+reduction over loop variables is one ``("sum", body, vars[, order])`` node (lazy_sum.py; shapes and
+indexing: lazy_index.py).
 Anything else raises Unrollable, and the function is traced again with every array
 unrolled (trace()). Each array knows the strides numpy would give it, which decide the
 order numpy adds its entries in (sumorder.py)."""
 from __future__ import annotations
 
 import math
-import operator
 
 import numpy as np
 
@@ -88,7 +88,7 @@ class LazyArray:
             if not -self.shape[0] <= index < self.shape[0]:
                 raise IndexError(f"index {index} is out of bounds for axis 0 with size {self.shape[0]}")
             return self.at((const(index % self.shape[0]),))
-        return _index(self, index)
+        return registry.HOOKS.lazy_index(self, index)  # lazy_index.py
 
     def __setitem__(self, index, value):
         raise Unrollable(f"an assignment into a large array at {user_site()}")
@@ -104,21 +104,22 @@ class LazyArray:
         return f(*args, **kwargs)
 
     def reshape(self, *shape, order="C"):
-        return _reshape(self, shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape, order)
+        shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+        return registry.HOOKS.lazy_reshape(self, shape, order)
 
     def ravel(self):
-        return _reshape(self, (-1,), "C")
+        return registry.HOOKS.lazy_reshape(self, (-1,), "C")
 
     flatten = ravel
 
     def transpose(self, *axes):
         axes = axes[0] if len(axes) == 1 and isinstance(axes[0], (tuple, list)) else axes
-        return _transpose(self, axes or None)
+        return registry.HOOKS.lazy_transpose(self, axes or None)
 
     def swapaxes(self, a, b):
         axes = list(range(self.ndim))
         axes[a], axes[b] = axes[b], axes[a]
-        return _transpose(self, axes)
+        return registry.HOOKS.lazy_transpose(self, axes)
 
     def sum(self, axis=None, keepdims=False, **kw):
         return _sum(self, axis, keepdims=keepdims, **kw)
@@ -296,153 +297,7 @@ def array_ufunc(ufunc, method, inputs, kw):
     return elementwise(element, inputs, name)
 
 
-# -- shape and index ---------------------------------------------------------------------------
-def _transpose(x, axes):
-    axes = tuple(reversed(range(x.ndim))) if axes is None else tuple(a % x.ndim for a in axes)
-    if sorted(axes) != list(range(x.ndim)):
-        raise ValueError(f"axes {axes} don't match an array of {x.ndim} dimensions")
-    if x.parts:
-        return x.transposed(axes)
-    inverse = [axes.index(k) for k in range(x.ndim)]
-    return LazyArray(x.b, [x.shape[a] for a in axes], lambda idx: x.at(tuple(idx[inverse[k]] for k in range(x.ndim))),
-                     strides=[x.strides[a] for a in axes])
-
-
-def _reshape(x, shape, order):
-    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(n) for n in shape)
-    if order != "C":
-        raise Unrollable(f"reshape(order={order!r}) of a large array at {user_site()}")
-    if shape.count(-1) == 1:
-        known = math.prod(n for n in shape if n != -1)
-        shape = tuple(x.size // known if n == -1 else n for n in shape)
-    if math.prod(shape) != x.size:
-        raise ValueError(f"cannot reshape array of size {x.size} into shape {shape}")
-    if shape == x.shape:  # (joined arrays stay joined)
-        return x
-    if x.source is not None:  # entries in C order: the same reads
-        kind, s = x.source
-        return LazyArray(x.b, shape, lambda idx: read(x.b, kind, s, _flat(idx, shape)), x.source)
-    old = [n for n in x.shape if n != 1]
-    if [n for n in shape if n != 1] == old:  # only axes of length 1 added or removed
-        keep = [k for k, n in enumerate(shape) if n != 1]
-        zero = const(0)
-
-        def at(idx):
-            it = iter(idx[k] for k in keep)
-            return x.at(tuple(zero if n == 1 else next(it) for n in x.shape))
-        old = iter(st for st, n in zip(x.strides, x.shape) if n != 1)
-        return LazyArray(x.b, shape, at, strides=[0 if n == 1 else next(old) for n in shape])
-    raise Unrollable(f"a reshape of a computed large array at {user_site()}")
-
-
-def _index(x, index):
-    b = builder() or x.b
-    r = x.basic_index(index) if x.parts else None
-    if r is not None:
-        return r
-    parts = list(index) if isinstance(index, tuple) else [index]
-    ellipsis = [k for k, p in enumerate(parts) if p is Ellipsis]
-    if ellipsis:
-        k = ellipsis[0]
-        used = sum(np.ndim(p) if isinstance(p, (np.ndarray, list)) and np.asarray(p).dtype == bool else 1
-                   for p in parts if p is not None and p is not Ellipsis)
-        parts[k:k + 1] = [slice(None)] * (x.ndim - used)
-    # boolean arrays: their nonzero entries
-    expanded = []
-    for p in parts:
-        if isinstance(p, (list, tuple)):
-            p = np.asarray(p)
-        if isinstance(p, (Value, Condition, LazyArray)) or (isinstance(p, np.ndarray) and p.dtype == object):
-            raise Unrollable(f"a large array indexed by traced values at {user_site()}")
-        if isinstance(p, np.ndarray) and p.dtype == bool:
-            expanded.extend(np.nonzero(p))
-        else:
-            expanded.append(p)
-    if any(isinstance(p, np.ndarray) for p in expanded):  # numpy: integers beside arrays are advanced too
-        expanded = [np.asarray(p) if isinstance(p, (int, np.integer)) else p for p in expanded]
-    parts = expanded
-    parts += [slice(None)] * (x.ndim - sum(1 for p in parts if p is not None))
-    if sum(1 for p in parts if p is not None) > x.ndim:
-        raise IndexError(f"too many indices for an array of {x.ndim} dimensions")
-    fancy = [k for k, p in enumerate(parts) if isinstance(p, np.ndarray)]
-    # each input axis: ("int", c) | ("slice", start, step, n) | ("fancy", j); output axes in order
-    plan, out_shape, ax = [], [], 0
-    fshape = np.broadcast_shapes(*[parts[k].shape for k in fancy]) if fancy else ()
-    adjacent = fancy and fancy == list(range(fancy[0], fancy[-1] + 1))
-    fancy_at = None
-    if fancy and not adjacent:
-        fancy_at = 0
-        out_shape.extend(fshape)
-    gathers = {}
-    for k, p in enumerate(parts):
-        if p is None:
-            plan.append(("new", len(out_shape)))
-            out_shape.append(1)
-            continue
-        n = x.shape[ax]
-        if isinstance(p, np.ndarray):
-            if p.dtype.kind not in "iu":
-                raise IndexError(f"arrays used as indices must be of integer or boolean type, got {p.dtype}")
-            if p.size and (p.max() >= n or p.min() < -n):
-                raise IndexError(f"index {p.max() if p.max() >= n else p.min()} is out of bounds for axis {ax} "
-                                 f"with size {n}")
-            if fancy_at is None:
-                fancy_at = len(out_shape)
-                out_shape.extend(fshape)
-            gathers[ax] = b.add_data(np.broadcast_to(np.where(p < 0, p + n, p), fshape).astype(np.int64))
-            plan.append(("fancy", ax))
-        elif isinstance(p, slice):
-            start, stop, step = p.indices(n)
-            plan.append(("slice", ax, start, step, len(out_shape)))
-            out_shape.append(len(range(start, stop, step)))
-        else:
-            try:
-                c = operator.index(p)
-            except TypeError:
-                raise IndexError(f"only integers, slices, None, Ellipsis and integer or boolean arrays are "
-                                 f"valid indices, got {type(p).__name__}") from None
-            if not -n <= c < n:
-                raise IndexError(f"index {c} is out of bounds for axis {ax} with size {n}")
-            plan.append(("int", ax, c % n))
-        if p is not None:
-            ax += 1
-    nf = len(fshape)
-
-    def at(idx):
-        src = [None] * x.ndim
-        fidx = _flat(idx[fancy_at:fancy_at + nf], fshape) if fancy else None
-        for step in plan:
-            if step[0] == "int":
-                src[step[1]] = const(step[2])
-            elif step[0] == "slice":
-                _, a, start, st, o = step
-                src[a] = add(const(start), scale(idx[o], st))
-            elif step[0] == "fancy":
-                src[step[1]] = gather(b, gathers[step[1]], fidx)
-        return x.at(tuple(src))
-    if not out_shape:
-        return at(())
-    strides = None if fancy else [0] * len(out_shape)  # a view's (fancy indexing: a new array, C order)
-    for step in plan if strides else ():
-        if step[0] == "slice":
-            strides[step[4]] = x.strides[step[1]] * step[3]
-    return LazyArray(b, out_shape, at, strides=strides)
-
-
 # -- reductions --------------------------------------------------------------------------------
-def _axes(axis, ndim):
-    if axis is None:
-        return tuple(range(ndim))
-    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
-    out = []
-    for a in axes:
-        a = operator.index(a)
-        if not -ndim <= a < ndim:
-            raise np.exceptions.AxisError(a, ndim)
-        out.append(a % ndim)
-    return tuple(sorted(set(out)))
-
-
 def _sum(a, axis=None, **kw):
     return registry.HOOKS.lazy_sum(a, axis, **kw)  # lazy_sum.py
 

@@ -7,7 +7,8 @@ import math
 import numpy as np
 
 from . import bools, dtypes, registry
-from .lazy import LazyArray, Unrollable, _axes, _index, _reshape, _transpose, elementwise, wrap
+from .lazy import LazyArray, Unrollable, elementwise, wrap
+from .lazy_index import index, normal_axes, reshape, transpose
 from .lazy_sum import _matmul, _sum
 from .values import Condition, Value, builder, user_site, where
 
@@ -33,7 +34,7 @@ def select(c, a, b):
 
 def _mean(a, axis=None, dtype=None, out=None, keepdims=False, where=True):
     x = wrap(builder() or a.b, a)
-    count = math.prod(x.shape[k] for k in _axes(axis, x.ndim))
+    count = math.prod(x.shape[k] for k in normal_axes(axis, x.ndim))
     k = dtypes.statistic("mean", dtype)  # int64: numpy's mean of the cast entries, truncated
     s = _sum(x, axis, dtype=dtype if k == "int" else None, out=out, keepdims=keepdims, where=where)
     m = s / np.float64(count)  # of nothing: nan, as numpy (0.0 / 0 would raise)
@@ -57,7 +58,7 @@ def _where(condition, x=None, y=None):
 
 
 def _norm(x, ord=None, axis=None, keepdims=False):
-    axes = _axes(axis, x.ndim) if axis is not None else tuple(range(x.ndim))
+    axes = normal_axes(axis, x.ndim) if axis is not None else tuple(range(x.ndim))
     if ord is not None and not (ord == 2 and len(axes) == 1) and not (ord == "fro" and len(axes) == 2):
         raise Unrollable(f"numpy.linalg.norm(ord={ord!r}, axis={axis!r}) of a large array at {user_site()}")
     return np.sqrt(_sum(x * x, axis, keepdims=keepdims))
@@ -74,7 +75,7 @@ def _var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=np
     dtypes.statistic("var", dtype)  # float64 only
     m = _mean(a, axis, keepdims=True)
     d = a - m
-    count = math.prod(a.shape[k] for k in _axes(axis, a.ndim))
+    count = math.prod(a.shape[k] for k in normal_axes(axis, a.ndim))
     return _sum(d * d, axis, keepdims=keepdims) / np.float64(max(count - ddof, 0))  # numpy's nan or inf
 
 
@@ -84,21 +85,21 @@ def _std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
 
 
 def _expand_dims(a, axis):
-    axes = _axes(axis, a.ndim + (len(axis) if isinstance(axis, (tuple, list)) else 1))
-    return _index(a, tuple(None if k in axes else slice(None) for k in range(a.ndim + len(axes))))
+    axes = normal_axes(axis, a.ndim + (len(axis) if isinstance(axis, (tuple, list)) else 1))
+    return index(a, tuple(None if k in axes else slice(None) for k in range(a.ndim + len(axes))))
 
 
 def _reshape_fn(a, shape=None, order="C", *, newshape=None, copy=None):
     if copy is False:
         raise Unrollable(f"numpy.reshape(..., copy=False) of a large array at {user_site()}")
-    return _reshape(a, shape if shape is not None else newshape, order)
+    return reshape(a, shape if shape is not None else newshape, order)
 
 
 registry.LAZY.update({f: registry.like(f, impl) for f, impl in (
     (np.sum, _sum), (np.mean, _mean), (np.dot, _dot), (np.where, _where), (np.var, _var), (np.std, _std),
     (np.linalg.norm, _norm), (np.reshape, _reshape_fn),
-    (np.ravel, lambda a, order="C": _reshape(a, (-1,), order)),
-    (np.transpose, lambda a, axes=None: _transpose(a, axes)),
+    (np.ravel, lambda a, order="C": reshape(a, (-1,), order)),
+    (np.transpose, lambda a, axes=None: transpose(a, axes)),
     (np.swapaxes, lambda a, axis1, axis2: a.swapaxes(axis1, axis2)),
     (np.shape, lambda a: a.shape), (np.ndim, lambda a: a.ndim),
     (np.size, lambda a, axis=None: a.size if axis is None else a.shape[axis]),

@@ -14,7 +14,8 @@ import math
 import numpy as np
 
 from . import dtypes, registry, sumorder
-from .lazy import UNROLL, LazyArray, Unrollable, _axes, const, elementwise, index_vars, var, wrap
+from .lazy import UNROLL, LazyArray, Unrollable, const, elementwise, index_vars, var, wrap
+from .lazy_index import normal_axes
 from .values import Condition, Value, builder, user_site
 
 
@@ -29,7 +30,7 @@ def _sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue
         raise Unrollable(f"numpy.sum(..., dtype=bool) of a large array at {user_site()}")
     if not isinstance(x, LazyArray):
         return dtypes.to_int(x) if k == "int" else x
-    axes = _axes(axis, x.ndim)
+    axes = normal_axes(axis, x.ndim)
     if k == "int":  # numpy's sum of the entries cast to int64 (exact in double below 2**53: dtypes.py)
         bound = dtypes.EXACT / max(math.prod(x.shape[j] for j in axes), 1)
         x = elementwise(lambda v: dtypes.to_int(v, bound), (x,))

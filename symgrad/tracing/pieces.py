@@ -13,7 +13,7 @@ import operator
 
 import numpy as np
 
-from . import lazy, registry
+from . import lazy, lazy_index, registry
 from .lazy import LazyArray, Unrollable, wrap
 from .values import Condition, Value, builder, keeps_values, user_site
 
@@ -63,11 +63,11 @@ class Joined(LazyArray):
         return join(self.b, [lazy._sum(p, axes, keepdims=keepdims, **kw) for p in self.parts], ax)
 
     def transposed(self, axes):
-        return join(self.b, [lazy._transpose(p, axes) for p in self.parts], axes.index(self.axis))
+        return join(self.b, [lazy_index.transpose(p, axes) for p in self.parts], axes.index(self.axis))
 
     def basic_index(self, index):
         """``self[index]`` for ints, slices, None and Ellipsis: the parts it covers, each
-        indexed; None for any other index (lazy._index's general form)."""
+        indexed; None for any other index (lazy_index.index's general form)."""
         parts = list(index) if isinstance(index, tuple) else [index]
         for p in parts:
             if not (p is None or p is Ellipsis or isinstance(p, slice) or _integer(p)):
@@ -89,7 +89,7 @@ class Joined(LazyArray):
             if not -n <= c < n:
                 raise IndexError(f"index {c} is out of bounds for axis {self.axis} with size {n}")
             k = bisect.bisect_right(s, c % n) - 1
-            return lazy._index(self.parts[k], tuple(parts[:pos] + [c % n - s[k]] + parts[pos + 1:]))
+            return lazy_index.index(self.parts[k], tuple(parts[:pos] + [c % n - s[k]] + parts[pos + 1:]))
         start, stop, step = p.indices(n)
         at = np.arange(start, stop, step)
         if not at.size:
@@ -101,7 +101,7 @@ class Joined(LazyArray):
             k = which[a]
             first, last = int(at[a]) - s[k], int(at[z - 1]) - s[k]
             local = slice(first, last + step if last + step >= 0 else None, step)
-            out.append(lazy._index(self.parts[k], tuple(parts[:pos] + [local] + parts[pos + 1:])))
+            out.append(lazy_index.index(self.parts[k], tuple(parts[:pos] + [local] + parts[pos + 1:])))
         return join(self.b, out, out_axis)
 
 
@@ -124,7 +124,7 @@ def cut(x, axis, lo, hi):
             if a < z:
                 out.append(p if (a, z) == (s[k], s[k + 1]) else cut(p, axis, a - s[k], z - s[k]))
         return join(x.b, out, axis)
-    return lazy._index(x, (slice(None),) * axis + (slice(lo, hi),))
+    return lazy_index.index(x, (slice(None),) * axis + (slice(lo, hi),))
 
 
 def join(b, parts, axis):
@@ -161,10 +161,10 @@ def _rows_joined(x, item, axis):
     n = x.shape[0]
     if n == 0:
         raise ValueError("need at least one array to concatenate")
-    y = lazy._reshape(x, (n,) + item, "C")
+    y = lazy_index.reshape(x, (n,) + item, "C")
     if axis:  # the rows' axis moved beside the joined one
-        y = lazy._transpose(y, tuple(range(1, axis + 1)) + (0,) + tuple(range(axis + 1, len(item) + 1)))
-    return lazy._reshape(y, item[:axis] + (n * item[axis],) + item[axis + 1:], "C")
+        y = lazy_index.transpose(y, tuple(range(1, axis + 1)) + (0,) + tuple(range(axis + 1, len(item) + 1)))
+    return lazy_index.reshape(y, item[:axis] + (n * item[axis],) + item[axis + 1:], "C")
 
 
 def _axis(axis):
@@ -188,7 +188,7 @@ def _concatenate(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
     _dtype("concatenate", dtype)
     if isinstance(arrays, LazyArray) and arrays.ndim:
         if axis is None:
-            return lazy._reshape(arrays, (-1,), "C")
+            return lazy_index.reshape(arrays, (-1,), "C")
         item = tuple(arrays.shape[1:])
         if not item:
             raise ValueError("zero-dimensional arrays cannot be concatenated")
@@ -198,7 +198,7 @@ def _concatenate(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
         return _rows_joined(arrays, item, axis % len(item))
     b, xs = _arrays("concatenate", arrays)
     if axis is None:
-        xs, axis = [lazy._reshape(_scalar_array(b, x), (-1,), "C") for x in xs], 0
+        xs, axis = [lazy_index.reshape(_scalar_array(b, x), (-1,), "C") for x in xs], 0
     return _join(b, xs, axis)
 
 
@@ -250,7 +250,7 @@ def _vstack(tup, *, dtype=None, casting="same_kind"):
         return _rows_joined(tup, _at_least(tuple(tup.shape[1:]), 2), 0)
     b, xs = _arrays("vstack", tup)
     xs = [_scalar_array(b, x) for x in xs]
-    xs = [lazy._index(x, (None, slice(None))) if x.ndim == 1 else x for x in xs]
+    xs = [lazy_index.index(x, (None, slice(None))) if x.ndim == 1 else x for x in xs]
     return _concatenate(xs, 0, dtype=dtype)
 
 

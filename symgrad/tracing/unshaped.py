@@ -30,6 +30,7 @@ import sys
 import numpy as np
 
 from ..errors import ScalarUsedAsArray, TraceError
+from ..ir.nodes import is_arg, operands
 from . import registry
 from .usercode import is_user_code
 from .values import UNREWRITTEN, Condition, Value
@@ -66,11 +67,11 @@ def _arguments(v, wanted):
             continue
         seen.add(j)
         n = nodes[j]
-        if n[0] == "arg":
+        if is_arg(n):
             if n[1] in wanted:
                 found.add(n[1])
-        elif n[0] not in ("const", "read"):  # (a read's operands are an array's index and entry)
-            todo.extend(r for r in n[1:] if type(r) is int)
+        else:  # (a read's are its index: none; a sum's its body)
+            todo.extend(operands(n))
     return sorted(found)
 
 

@@ -5,19 +5,19 @@ differentiated as any op: its partial by what its body reads is the sum of the b
 partial (body_partials), and a gradient by an argument the loops read is a scatter of the
 body's partials by its reads.
 
-Each node's local partials come from its op's rule (ir/ops.py). A product with a select one
-of whose branches is 0 (an adjoint through np.where, a step's 0/1) moves inside the select,
-so the branch not taken stays 0 even where the other factor is NaN or inf there:
-d/dx where(x > 0, sqrt(x), 0) at x = -1 is 0, however many times it is differentiated."""
+Each node's local partials come from its op's rule (ir/ops.py); an adjoint times a partial is
+guards.times (a select with a 0 branch keeps its 0 where the other factor is NaN or inf)."""
 from __future__ import annotations
 
 import math
 from collections import defaultdict
 
 from ..errors import CompileError
-from ..ir.graph import LEAVES, Graph, double
-from ..ir.ops import OPS
+from ..ir.graph import Graph, double
+from ..ir.nodes import (argument_of, is_add, is_arg, is_const, is_leaf, is_passive, is_polynomial, is_pow,
+                        is_read, is_sum, looped_argument, op_of, reads_data)
 from ..ir.program import Program
+from .guards import times
 
 
 def partials(g: Graph, t):
@@ -28,12 +28,11 @@ def partials(g: Graph, t):
     hit = memo.get(t)
     if hit is None:
         n = g.nodes[t]
-        op = OPS.get(n[0])
-        rule = op.partials if op is not None else None
+        rule = op_of(n).partials
         hit = {}
-        if n[0] == "sum":  # by what its body reads that stays put over its loops: the sum of the
+        if is_sum(n):  # by what its body reads that stays put over its loops: the sum of the
             for s, p in body_partials(g, t).items():  # body's partial (reads: scatters, reverse)
-                if g.nodes[s][0] != "read":
+                if not is_read(g.nodes[s]):
                     q = g.summed(p, n[2])
                     if q is not None:
                         hit[s] = q
@@ -43,7 +42,7 @@ def partials(g: Graph, t):
             for s, p in zip(n[1:], rule(g, t, *n[1:])):
                 if p is None or p in zeros:
                     continue
-                if nodes[s][0] == "add":
+                if is_add(nodes[s]):
                     s = _past_zero(g, s)
                     seen = True
                 if s in consts:
@@ -62,7 +61,7 @@ def _past_zero(g, s):
     structural partial 0 by x (the gradient of np.std over one entry is 0, not 0 * inf)."""
     nodes, zeros = g.nodes, g.zeros
     n = nodes[s]
-    while n[0] == "add":
+    while is_add(n):
         if n[1] in zeros:
             s = n[2]
         elif n[2] in zeros:
@@ -85,9 +84,9 @@ def body_partials(g, s):
         while stack:
             i = stack.pop()
             n = g.nodes[i]
-            if i in inside or n[0] in LEAVES or not g.loop_vars(i) & bound:
+            if i in inside or is_leaf(n) or not g.loop_vars(i) & bound:
                 continue
-            if n[0] == "sum":
+            if is_sum(n):
                 raise CompileError("a sum inside another sum's loop (a bug in symgrad)")
             inside.add(i)
             stack.extend(n[1:])
@@ -102,110 +101,10 @@ def body_partials(g, s):
         for o, terms in adj.items():
             n = g.nodes[o]
             v = g.sum(terms)
-            if v is not None and not (n[0] == "read" and n[1] == "d"):
+            if v is not None and not reads_data(n):
                 hit[o] = v
         memo[s] = hit
     return hit
-
-
-def _zero_select(g, i):
-    """(condition, branch k holding a value, that value) if node ``i`` is a select whose
-    other branch is 0, else None."""
-    n = g.nodes[i] if i is not None else ("",)
-    if n[0] == "select":
-        if g.is_zero(n[3]):
-            return n[1], 0, n[2]
-        if g.is_zero(n[2]):
-            return n[1], 1, n[3]
-    return None
-
-
-def _guarded(g, x):
-    """(C, v) where node ``x`` equals select(C, v, 0) at run time, v no such select: nested
-    selects with a 0 branch (adjoints through np.where, np.max chains) give the conjunction of
-    their conditions, a negation (-v) or a sum or difference of such (itself, under the disjunction:
-    where no term's condition holds every term is 0) is one too. Each condition is a node,
-    memoised: a chain costs one node a link. None where ``x`` is not such a node."""
-    memo = g.__dict__.setdefault("_guards", {})
-    stack = [x]
-    while stack:
-        i = stack[-1]
-        if i in memo:
-            stack.pop()
-            continue
-        n = g.nodes[i]
-        z = _zero_select(g, i)
-        deps = [z[2]] if z is not None else list(n[1:]) if n[0] in ("neg", "add", "sub") else []
-        todo = [d for d in deps if d not in memo]
-        if todo:
-            stack.extend(todo)
-            continue
-        stack.pop()
-        if z is not None:
-            c, k, v = z
-            taken = c if k == 0 else g.node("not", c)
-            inner = memo[v]
-            memo[i] = (taken, v) if inner is None else (g.node("and", taken, inner[0]), inner[1])
-        elif n[0] == "neg" and memo[n[1]] is not None:
-            memo[i] = (memo[n[1]][0], g.neg(memo[n[1]][1]))
-        elif n[0] in ("add", "sub") and memo[n[1]] is not None and memo[n[2]] is not None:
-            c1, c2 = memo[n[1]][0], memo[n[2]][0]
-            memo[i] = (c1 if c1 == c2 else g.node("or", c1, c2), i)
-        else:
-            memo[i] = None
-    return memo[x]
-
-
-def _within(g, x, c, k):
-    """``x`` where condition ``c`` takes branch k: a select of the same condition is its branch."""
-    n = g.nodes[x]
-    while n[0] == "select" and n[1] == c:
-        x = n[2 + k]
-        n = g.nodes[x]
-    return x
-
-
-def _guard(g, c, v):
-    """select(c, v, 0), written select(b, 0, v) where c is not(b)."""
-    n = g.nodes[c]
-    return g.select(n[1], None, v) if n[0] == "not" else g.select(c, v, None)
-
-
-def times(g, a, p):
-    """a * p, a product by a select with a 0 branch taken inside it (see the module's note):
-    select(C, v, 0) * p is select(C, v * p, 0), C the conjunction of the conditions of nested
-    such selects (_guarded), so each product costs O(1) nodes and no NaN of a branch not taken,
-    however deep, reaches the result."""
-    zeros, ones = g.zeros, g.ones
-    if a is None or p is None or a in zeros or p in zeros:
-        return None
-    if a in ones:
-        return p
-    if p in ones:
-        return a
-    data = [x for x in (a, p) if g.data_only(x)] if g.prog.data else ()
-    if data:  # a number of the data alone is a constant of the trace element by element, where
-        c = g.node("ne", data[0], g.const(0))  # a 0 takes the term away: inf * 0 is no NaN there
-        if len(data) > 1:
-            c = g.node("and", c, g.node("ne", data[1], g.const(0)))
-        return _guard(g, c, _times(g, a, p))
-    return _times(g, a, p)
-
-
-def _times(g, a, p):
-    if not g.selects:  # no select anywhere: neither factor is one
-        return g.mul(a, p)
-    ga, gp = _guarded(g, a), _guarded(g, p)
-    if ga is None and gp is None:
-        return g.mul(a, p)
-    if ga is not None and gp is not None:
-        c = ga[0] if ga[0] == gp[0] else g.node("and", ga[0], gp[0])
-        return _guard(g, c, g.mul(ga[1], gp[1]))
-    (c, v), y = (ga, p) if ga is not None else (gp, a)
-    n = g.nodes[c]
-    if n[0] not in ("and", "or"):  # y where c holds: a select of the same condition is its branch
-        y = _within(g, y, n[1], 1) if n[0] == "not" else _within(g, y, c, 0)
-    return _guard(g, c, g.mul(v, y))
 
 
 def active(g, order, wrt):
@@ -213,11 +112,10 @@ def active(g, order, wrt):
     act, nodes = set(wrt), g.nodes
     for i in order:
         n = nodes[i]
-        op = n[0]
-        if op == "sum":
+        if is_sum(n):
             if n[1] in act:
                 act.add(i)
-        elif op not in _PASSIVE:
+        elif not is_passive(n):
             for s in n[1:]:
                 if s in act:
                     act.add(i)
@@ -225,19 +123,9 @@ def active(g, order, wrt):
     return act
 
 
-_PASSIVE = frozenset(LEAVES) | {name for name, op in OPS.items() if op.condition}  # nodes no derivative passes
-
-
 def arg_nodes(g, argnums):
     """The node of every entry of arguments ``argnums`` (None where the program never reads it)."""
     return [g.index.get(("arg", a, j)) for a in argnums for j in range(g.args[a].size)]
-
-
-def _argument_of(n):
-    """The argument an ``arg`` node or an argument's ``read`` node stands for (else None)."""
-    if n[0] == "arg":
-        return n[1]
-    return n[2] if n[0] == "read" and n[1] == "a" else None
 
 
 CHAIN_MIN = 8  # adjoints of more terms than this are one running sum (reverse)
@@ -254,7 +142,7 @@ def reverse(g, y, wrt, scatter=None, seed=None, stop=()):
     order = g.cone([y])
     seeds = [w for w in wrt if w is not None]
     if scatter:
-        seeds += [i for i in order if _argument_of(g.nodes[i]) in scatter]
+        seeds += [i for i in order if argument_of(g.nodes[i]) in scatter]
     act = active(g, order, seeds)
     adj = defaultdict(list)
     adj[y].append(g.const(1) if seed is None else seed)
@@ -273,18 +161,18 @@ def reverse(g, y, wrt, scatter=None, seed=None, stop=()):
         if t in stop:
             done[t] = a
             continue
-        if n[0] == "arg":
+        if is_arg(n):
             if scatter and n[1] in scatter:
                 scatter[n[1]].append((a, g.const(1), (), (n[2], ())))
             done[t] = a
             continue
-        if n[0] == "read":
+        if is_read(n):
             raise CompileError("a derivative of an array result by an argument the loops read (a bug in symgrad: "
                                "transforms/kinds.py should have refused it)")
-        if n[0] == "sum" and scatter:
+        if is_sum(n) and scatter:
             for s, p in body_partials(g, t).items():
                 m = g.nodes[s]
-                if m[0] == "read" and m[2] in scatter:
+                if looped_argument(m) in scatter:
                     scatter[m[2]].append((a, p, n[2], m[3]))
         for s, p in partials(g, t).items():
             if s in act:
@@ -298,9 +186,9 @@ def forward(g, refs, dots):
     dots = dict(dots)
     for t in g.cone(refs):
         n = g.nodes[t]
-        if t in dots or n[0] in LEAVES:
+        if t in dots or is_leaf(n):
             continue
-        if n[0] == "sum":  # the sum of the body's tangent
+        if is_sum(n):  # the sum of the body's tangent
             d = g.summed(dots[n[1]], n[2]) if n[1] in dots else None
         else:
             d = g.sum([times(g, dots[s], p) for s, p in partials(g, t).items() if s in dots])
@@ -327,7 +215,7 @@ def _split(flat, argnums, args):
 
 def looped_args(prog):
     """The arguments the program's loops read entry by entry (their gradients are scatters)."""
-    return {n[2] for n in prog.nodes if n[0] == "read" and n[1] == "a"}
+    return {a for a in map(looped_argument, prog.nodes) if a is not None}
 
 
 # Forward accumulation is tried for polynomials only (sums and products of the arguments and
@@ -339,20 +227,19 @@ def looped_args(prog):
 # reverse sweep does. A 22-state pendulum's Jacobian, lj6's gradient: forward cost 1.7x and
 # 1.9x reverse's.
 FORWARD_ENTRIES, FORWARD_WORK = 4, 20_000
-_POLYNOMIAL = frozenset({"const", "arg", "add", "sub", "mul", "neg", "pow"})
 
 
 def _polynomial(prog):
     """Whether ``prog`` computes polynomials of its arguments: its nodes are sums, products,
     negations and integer powers (0 to 64) of arguments and finite constants."""
     for n in prog.nodes:
-        if n[0] not in _POLYNOMIAL:
+        if not is_polynomial(n):
             return False
-        if n[0] == "const" and not math.isfinite(double(n)):
+        if is_const(n) and not math.isfinite(double(n)):
             return False
-        if n[0] == "pow":
+        if is_pow(n):
             e = prog.nodes[n[2]]
-            if e[0] != "const" or not double(e).is_integer() or not 0 <= double(e) <= 64:
+            if not is_const(e) or not double(e).is_integer() or not 0 <= double(e) <= 64:
                 return False
     return True
 
@@ -361,7 +248,7 @@ def cost(g, refs):
     """The arithmetic of a polynomial program's nodes ``refs`` need (what pick_rows compares):
     one an operation, two an integer power (printed as multiplications)."""
     nodes = g.nodes
-    return sum(1 + (nodes[i][0] == "pow") for i in g.cone(refs) if nodes[i][0] not in LEAVES)
+    return sum(1 + is_pow(nodes[i]) for i in g.cone(refs) if not is_leaf(nodes[i]))
 
 
 def pick_rows(prog: Program, ys, argnums):

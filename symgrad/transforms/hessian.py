@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from ..ir.graph import Graph
+from ..ir.nodes import is_arg, is_atom, is_const, is_sum, op_name
 from ..ir.program import Program
 from .derive import check_scalar, active, arg_nodes, grad, partials, reverse, times
 
@@ -14,7 +15,7 @@ def _local(g, p, s, leaves, memo):
     """d p / d s for a node ``p`` built from ``leaves`` (taken as independent)."""
     if p == s:
         return g.const(1)
-    if p in leaves or g.nodes[p][0] in ("const", "arg"):
+    if p in leaves or is_atom(g.nodes[p]):
         return None
     if p not in memo:
         memo[p] = g.sum([times(g, d, q) for o, q in partials(g, p).items()
@@ -82,11 +83,11 @@ def _second(g, t):
                 stack.pop()
                 continue
             m = h.nodes[j]
-            if m[0] == "arg":
+            if is_arg(m):
                 cache[j] = leaf_of[j]
                 stack.pop()
                 continue
-            if m[0] == "const":
+            if is_const(m):
                 cache[j] = g.node(*m)
                 stack.pop()
                 continue
@@ -95,7 +96,7 @@ def _second(g, t):
                 stack.extend(todo)
                 continue
             stack.pop()
-            cache[j] = g.node(m[0], *[cache[k] for k in m[1:]])
+            cache[j] = g.node(op_name(m), *[cache[k] for k in m[1:]])
         return cache[i]
     return {(i, j): inst(v) for (i, j), v in out.items()}
 
@@ -127,7 +128,7 @@ def edge_push(g, y, wrt, seed=None, adjoints=None):
     for t in reversed(order):
         if t not in act:
             continue
-        if t in pos or g.nodes[t][0] == "arg":
+        if t in pos or is_arg(g.nodes[t]):
             if adjoints is not None and t in pos:
                 adjoints[t] = g.sum(adj.pop(t, ()))
             continue
@@ -165,7 +166,7 @@ def edge_push(g, y, wrt, seed=None, adjoints=None):
 
 def hessian(prog: Program, argnums) -> Program:
     check_scalar(prog, "the Hessian")
-    if any(n[0] == "sum" for n in prog.nodes):  # the Jacobian of the gradient: the partials of a
+    if any(map(is_sum, prog.nodes)):  # the Jacobian of the gradient: the partials of a
         gp = grad(prog, argnums)  # sum are sums, differentiated again as they are
         g = Graph(gp)
         wrt = arg_nodes(g, argnums)

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Optional
 
+from ..ir.nodes import looped_argument
 from ..structure import shift
 
 
@@ -222,7 +223,7 @@ def title(steps, call):
 
 def supports(prog, steps) -> bool:
     """Whether the loop form takes these derivative steps of ``prog`` (a traced Program)."""
-    large = {n[2] for n in prog.nodes if n[0] == "read" and n[1] == "a"}
+    large = {a for a in map(looped_argument, prog.nodes) if a is not None}
     shapes = [a.shape for a in prog.args]
     outs = ["scatter" if o.adds is not None else "map" if o.loops else "scalar" if o.shape == () else "plain"
             for o in prog.outputs]

@@ -23,7 +23,8 @@ from functools import lru_cache
 import numpy as np
 
 from ..errors import CompileError
-from ..ir.graph import LEAVES, Graph
+from ..ir.graph import Graph
+from ..ir.nodes import is_leaf, is_loop
 from ..ir.program import Program
 from .derive import arg_nodes, check_scalar, partials, reverse
 from . import sparsity_loops
@@ -143,10 +144,10 @@ def _columns(g, argnums):
         if w is not None:
             deps[w] = _union(deps[w], frozenset((c,))) if sets else deps[w] | 1 << c
     for t, n in enumerate(nodes):
-        if n[0] in ("read", "sum"):
+        if is_loop(n):
             raise CompileError("a sparsity pattern of a program with loops (a bug in symgrad: the sparse kinds "
                                "take the function traced element by element)")
-        if n[0] in LEAVES:
+        if is_leaf(n):
             continue
         shape = shapes[t] = operand_shape(g, t)
         support = _support(shape)

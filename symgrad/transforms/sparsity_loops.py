@@ -29,9 +29,11 @@ import numpy as np
 
 from ..errors import CompileError
 from ..ir.evaluate import evaluate
-from ..ir.graph import LEAVES, Graph
+from ..ir.graph import Graph
+from ..ir.nodes import is_conjunction, is_const, is_junction, is_leaf, is_read, is_sum, looped_argument
 from ..ir.program import Program
-from .derive import _guarded, active, arg_nodes, reverse
+from .derive import active, arg_nodes, reverse
+from .guards import guarded
 from .hessian import edge_push
 
 
@@ -54,9 +56,9 @@ def _region(g, s):
         if i in inside or i in outside:
             continue
         n = g.nodes[i]
-        if n[0] in LEAVES or not g.loop_vars(i) & bound:
+        if is_leaf(n) or not g.loop_vars(i) & bound:
             outside.add(i)
-            if n[0] == "read":
+            if is_read(n):
                 inside.add(i)
             continue
         inside.add(i)
@@ -66,8 +68,8 @@ def _region(g, s):
 
 def _reads(g, t, offsets):
     """Whether node ``t`` reads an entry of an argument of ``offsets`` at a loop index."""
-    n = g.nodes[t]
-    return n[0] == "read" and n[1] == "a" and n[2] in offsets
+    a = looped_argument(g.nodes[t])
+    return a is not None and a in offsets
 
 
 def _taken(found):
@@ -97,7 +99,7 @@ def _find_terms(prog, argnums):
     offsets, _ = _offsets(prog, argnums)
     args = [w for w in arg_nodes(g, argnums) if w is not None]
     cone = g.cone([y])
-    sums = [t for t in cone if g.nodes[t][0] == "sum"]
+    sums = [t for t in cone if is_sum(g.nodes[t])]
     reads = [t for t in cone if _reads(g, t, offsets)]
     act = active(g, cone, args + reads)
     reads = set(reads)
@@ -187,7 +189,7 @@ def _seed(g, a, loops):
     the seed (the products in the order of the element-by-element sweep, so its bits), or,
     where it reads a sum (sign(S) of abs(S); S2 of S1 * S2, whose loop reads S1 in turn), as
     the coefficient that scales the loop's scatter once every loop is done."""
-    if any(g.nodes[t][0] == "sum" for t in g.cone([a])):
+    if any(is_sum(g.nodes[t]) for t in g.cone([a])):
         return None, a
     return a, None
 
@@ -244,17 +246,17 @@ def _find_jacobian_terms(prog, argnums):
                 r, c = np.broadcast_arrays(rows, cols)
                 terms.append((coef, d, loops, r, c, None))
     for y, loops, rows in entries:
-        if y is None or nodes[y][0] == "const":
+        if y is None or is_const(nodes[y]):
             continue
         cone = g.cone([y])
         reads = {t for t in cone if _reads(g, t, offsets)}
-        sums = [t for t in cone if nodes[t][0] == "sum"]
+        sums = [t for t in cone if is_sum(nodes[t])]
         act = active(g, cone, args + sorted(reads))
         sums = [t for t in sums if t in act]
         if sums and loops:
             return None  # an entry per point times a sum's gradient: a dense block
         parts = _sweep(g, y, set(args) | reads | set(sums))
-        add({w: d for w, d in parts.items() if nodes[w][0] != "sum"}, loops, rows)
+        add({w: d for w, d in parts.items() if not is_sum(nodes[w])}, loops, rows)
         for s in sums:
             if s not in parts:
                 continue
@@ -295,7 +297,7 @@ def _masked(g, prog, term):
     coef, e, loops, rows, cols, twice = term
     if not loops:
         return term + (None,)
-    guard = None if g.data_only(e) else _guarded(g, e)  # e = select(C, v, 0): 0 where C fails
+    guard = None if g.data_only(e) else guarded(g, e)  # e = select(C, v, 0): 0 where C fails
     node = e if g.data_only(e) else _data_part(g, guard[0]) if guard is not None else None
     if node is None:
         return term + (None,)
@@ -310,10 +312,10 @@ def _data_part(g, c):
     if g.data_only(c):
         return c
     n = g.nodes[c]
-    if n[0] not in ("and", "or"):
+    if not is_junction(n):
         return None
     a, b = _data_part(g, n[1]), _data_part(g, n[2])
-    if n[0] == "and":
+    if is_conjunction(n):
         return a if b is None else b if a is None else g.node("and", a, b)
     return None if a is None or b is None else g.node("or", a, b)
 
