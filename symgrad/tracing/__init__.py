@@ -14,7 +14,7 @@ import os
 from ..errors import ScalarUsedAsArray, TraceError
 from ..ir.program import Arg, Builder, Output
 from ..signature import TRACED, call_arguments, traced_params
-from . import lazy, lazy_numpy, overlay, pieces  # noqa: F401  (they fill registry.LAZY)
+from . import affine, lazy, lazy_numpy, overlay, pieces  # noqa: F401  (they fill registry.LAZY)
 from .lazy import Unrollable
 from .rewrite import intercept
 from .values import Condition, Poison, TracedArray, Value, state, where
@@ -102,7 +102,7 @@ def _output(b, result, fn):
         result = np.array([result.at(tuple(lazy.const(i) for i in idx)) for idx in np.ndindex(*result.shape)],
                           dtype=object).reshape(result.shape)
     if isinstance(result, lazy.LazyArray) and result.parts:  # joined: each part written where it goes
-        terms = _stores(b, result, lambda idx: lazy._flat(idx, result.shape), name, [])
+        terms = _stores(b, result, lambda idx: affine.flat(idx, result.shape), name, [])
         if any(loops for _, _, loops, _ in terms):
             return Output("out", result.shape, (), (), tuple(terms), True)
         refs = [None] * result.size  # small parts only: entry by entry, as traced unrolled

@@ -122,13 +122,13 @@ class LazyArray:
         return registry.HOOKS.lazy_transpose(self, axes)
 
     def sum(self, axis=None, keepdims=False, **kw):
-        return _sum(self, axis, keepdims=keepdims, **kw)
+        return reduce_sum(self, axis, keepdims=keepdims, **kw)
 
     def mean(self, axis=None, keepdims=False, **kw):
         return FUNCTIONS[np.mean](self, axis, keepdims=keepdims, **kw)
 
     def dot(self, other):
-        return _matmul(self, other)
+        return contract(self, other)
 
     copy = lambda self: self  # noqa: E731
 
@@ -177,8 +177,8 @@ LazyArray.__neg__ = lambda self: array_ufunc(np.negative, "__call__", (self,), {
 LazyArray.__pos__ = lambda self: self
 LazyArray.__abs__ = lambda self: array_ufunc(np.absolute, "__call__", (self,), {})
 LazyArray.__invert__ = lambda self: array_ufunc(np.invert, "__call__", (self,), {})  # numpy's ~: not of bools
-LazyArray.__matmul__ = lambda self, o: _matmul(self, o)
-LazyArray.__rmatmul__ = lambda self, o: _matmul(o, self)
+LazyArray.__matmul__ = lambda self, o: contract(self, o)
+LazyArray.__rmatmul__ = lambda self, o: contract(o, self)
 LazyArray.__hash__ = None
 
 
@@ -286,9 +286,9 @@ def array_ufunc(ufunc, method, inputs, kw):
     if out is not None or kw.pop("where", True) is not True:
         raise Unrollable(f"{name}(..., out=/where=) on a large array at {user_site()}")
     if method == "__call__" and ufunc is np.matmul and not kw and len(inputs) == 2:
-        return _matmul(*inputs)
+        return contract(*inputs)
     if method == "reduce" and ufunc is np.add and not kw.keys() - {"axis", "keepdims", "dtype"}:
-        return _sum(inputs[0], kw.get("axis", 0), dtype=kw.get("dtype"), keepdims=kw.get("keepdims", False))
+        return reduce_sum(inputs[0], kw.get("axis", 0), dtype=kw.get("dtype"), keepdims=kw.get("keepdims", False))
     element = registry.element_of(ufunc)
     if ufunc is np.power and method == "__call__" and len(inputs) == 2 and dtypes.exponent_stride_zero(*inputs):
         element = dtypes.fast_power  # numpy's sqrt for x ** 0.5
@@ -298,11 +298,11 @@ def array_ufunc(ufunc, method, inputs, kw):
 
 
 # -- reductions --------------------------------------------------------------------------------
-def _sum(a, axis=None, **kw):
+def reduce_sum(a, axis=None, **kw):
     return registry.HOOKS.lazy_sum(a, axis, **kw)  # lazy_sum.py
 
 
-def _matmul(a, c):
+def contract(a, c):
     return registry.HOOKS.lazy_matmul(a, c)
 
 

@@ -9,7 +9,7 @@ import numpy as np
 from . import bools, dtypes, registry
 from .lazy import LazyArray, Unrollable, elementwise, wrap
 from .lazy_index import index, normal_axes, reshape, transpose
-from .lazy_sum import _matmul, _sum
+from .lazy_sum import contract, reduce_sum
 from .values import Condition, Value, builder, user_site, where
 
 
@@ -36,7 +36,7 @@ def _mean(a, axis=None, dtype=None, out=None, keepdims=False, where=True):
     x = wrap(builder() or a.b, a)
     count = math.prod(x.shape[k] for k in normal_axes(axis, x.ndim))
     k = dtypes.statistic("mean", dtype)  # int64: numpy's mean of the cast entries, truncated
-    s = _sum(x, axis, dtype=dtype if k == "int" else None, out=out, keepdims=keepdims, where=where)
+    s = reduce_sum(x, axis, dtype=dtype if k == "int" else None, out=out, keepdims=keepdims, where=where)
     m = s / np.float64(count)  # of nothing: nan, as numpy (0.0 / 0 would raise)
     if k == "int":
         return elementwise(dtypes.to_int, (m,)) if isinstance(m, LazyArray) else dtypes.to_int(m)
@@ -48,7 +48,7 @@ def _dot(a, b, out=None):
         raise Unrollable(f"numpy.dot(..., out=) of a large array at {user_site()}")
     if not isinstance(wrap(builder(), a), LazyArray) or not isinstance(wrap(builder(), b), LazyArray):
         return a * b
-    return _matmul(a, b, dtypes.dot_from_zero(np.shape(a), np.shape(b)))
+    return contract(a, b, dtypes.dot_from_zero(np.shape(a), np.shape(b)))
 
 
 def _where(condition, x=None, y=None):
@@ -61,7 +61,7 @@ def _norm(x, ord=None, axis=None, keepdims=False):
     axes = normal_axes(axis, x.ndim) if axis is not None else tuple(range(x.ndim))
     if ord is not None and not (ord == 2 and len(axes) == 1) and not (ord == "fro" and len(axes) == 2):
         raise Unrollable(f"numpy.linalg.norm(ord={ord!r}, axis={axis!r}) of a large array at {user_site()}")
-    return np.sqrt(_sum(x * x, axis, keepdims=keepdims))
+    return np.sqrt(reduce_sum(x * x, axis, keepdims=keepdims))
 
 
 def _var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=np._NoValue, mean=np._NoValue,
@@ -76,7 +76,7 @@ def _var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=np
     m = _mean(a, axis, keepdims=True)
     d = a - m
     count = math.prod(a.shape[k] for k in normal_axes(axis, a.ndim))
-    return _sum(d * d, axis, keepdims=keepdims) / np.float64(max(count - ddof, 0))  # numpy's nan or inf
+    return reduce_sum(d * d, axis, keepdims=keepdims) / np.float64(max(count - ddof, 0))  # numpy's nan or inf
 
 
 def _std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
@@ -96,7 +96,7 @@ def _reshape_fn(a, shape=None, order="C", *, newshape=None, copy=None):
 
 
 registry.LAZY.update({f: registry.like(f, impl) for f, impl in (
-    (np.sum, _sum), (np.mean, _mean), (np.dot, _dot), (np.where, _where), (np.var, _var), (np.std, _std),
+    (np.sum, reduce_sum), (np.mean, _mean), (np.dot, _dot), (np.where, _where), (np.var, _var), (np.std, _std),
     (np.linalg.norm, _norm), (np.reshape, _reshape_fn),
     (np.ravel, lambda a, order="C": reshape(a, (-1,), order)),
     (np.transpose, lambda a, axes=None: transpose(a, axes)),

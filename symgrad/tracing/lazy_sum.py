@@ -19,7 +19,7 @@ from .lazy_index import normal_axes
 from .values import Condition, Value, builder, user_site
 
 
-def _sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue, where=True, numpy_order=True,
+def reduce_sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue, where=True, numpy_order=True,
          zero=False):
     if out is not None or where is not True:
         raise Unrollable(f"numpy.sum(..., out=/where=) of a large array at {user_site()}")
@@ -115,7 +115,7 @@ def _reshape_keep(x, full, axes):
     return LazyArray(x.b, shape, lambda idx: x.at(tuple(idx[k] for k in keep)), strides=strides)
 
 
-def _matmul(a, c, zero=True):
+def contract(a, c, zero=True):
     """a @ c (a sum from +0.0, as numpy's matmul: ``zero``) of arrays kept as loops."""
     b = builder()
     a, c = wrap(b, a), wrap(b, c)
@@ -124,14 +124,14 @@ def _matmul(a, c, zero=True):
     if all(z.size and isinstance(z.at((const(0),) * z.ndim), Condition) for z in (a, c)):
         raise Unrollable(f"a product of two bool arrays (numpy's: an or of ands) at {user_site()}")
     if a.ndim == 1 and c.ndim == 1:
-        return _sum(a * c, numpy_order=False, zero=zero)
+        return reduce_sum(a * c, numpy_order=False, zero=zero)
     if a.ndim == 2 and c.ndim == 1:
-        return _sum(a * c[None, :], axis=1, numpy_order=False, zero=zero)
+        return reduce_sum(a * c[None, :], axis=1, numpy_order=False, zero=zero)
     if a.ndim == 1 and c.ndim == 2:
-        return _sum(a[:, None] * c, axis=0, numpy_order=False, zero=zero)
+        return reduce_sum(a[:, None] * c, axis=0, numpy_order=False, zero=zero)
     if a.ndim == 2 and c.ndim == 2:
-        return _sum(a[:, :, None] * c[None, :, :], axis=1, numpy_order=False, zero=zero)
+        return reduce_sum(a[:, :, None] * c[None, :, :], axis=1, numpy_order=False, zero=zero)
     raise Unrollable(f"a matrix product of {a.ndim}- and {c.ndim}-dimensional arrays at {user_site()}")
 
 
-registry.HOOKS.lazy_sum, registry.HOOKS.lazy_matmul = _sum, _matmul
+registry.HOOKS.lazy_sum, registry.HOOKS.lazy_matmul = reduce_sum, contract

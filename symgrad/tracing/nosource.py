@@ -73,7 +73,7 @@ class Globals(dict):
         dict.__setitem__(self, "__builtins__", _Builtins(real.get("__builtins__", builtins)))
 
     def __getitem__(self, k):
-        return _view(overlay_names.global_value(self.real, k) if overlay._dirty else self.real[k])
+        return _view(overlay_names.global_value(self.real, k) if overlay.HOLDING else self.real[k])
 
 
 class _Builtins(dict):

@@ -32,16 +32,16 @@ from .lazy import LazyArray
 from .values import Condition, Poison, Value, state
 
 HOOK, DIRTY, PLAIN = "__symgrad_shared__", "__symgrad_dirty__", "__symgrad_plain__"  # builtins (overlay_items)
-_dirty = []  # one entry per trace (any thread) whose overlay holds something
+HOLDING = []  # one entry per trace (any thread) whose overlay holds something
 WATCH = [None]  # the profile function of a thread whose overlay holds something (overlay_watch.py)
-_MISS = object()
-_PLAIN = frozenset({float, int, bool, str, bytes, complex, type(None), range, type(Ellipsis), np.float64,
+MISSING = object()
+PLAIN_TYPES = frozenset({float, int, bool, str, bytes, complex, type(None), range, type(Ellipsis), np.float64,
                     np.float32, np.int64, np.int32, np.bool_, np.dtype})
-_OPAQUE = (types.ModuleType, type, types.BuiltinFunctionType, types.CodeType, np.ufunc)
-_TRACED = (Value, Condition, Poison, LazyArray)
-_CONTAINERS = frozenset({list, dict, set, bytearray, collections.deque, collections.OrderedDict,
+OPAQUE_TYPES = (types.ModuleType, type, types.BuiltinFunctionType, types.CodeType, np.ufunc)
+TRACED_TYPES = (Value, Condition, Poison, LazyArray)
+CONTAINER_TYPES = frozenset({list, dict, set, bytearray, collections.deque, collections.OrderedDict,
                          collections.defaultdict, np.ndarray})
-_IOPS = {"Add": operator.iadd, "Sub": operator.isub, "Mult": operator.imul, "Div": operator.itruediv,
+IN_PLACE_OPS = {"Add": operator.iadd, "Sub": operator.isub, "Mult": operator.imul, "Div": operator.itruediv,
          "FloorDiv": operator.ifloordiv, "Mod": operator.imod, "Pow": operator.ipow, "MatMult": operator.imatmul,
          "BitOr": operator.ior, "BitAnd": operator.iand, "BitXor": operator.ixor, "LShift": operator.ilshift,
          "RShift": operator.irshift}
@@ -64,7 +64,7 @@ class Overlay:
     def touch(self):
         if not self.dirty:
             self.dirty = True
-            _dirty.append(self)
+            HOLDING.append(self)
             self.prev = sys.getprofile()  # (this thread's)
             self.chain = self.prev if callable(self.prev) and self.prev is not WATCH[0] else None
             sys.setprofile(WATCH[0])
@@ -82,20 +82,20 @@ def end(outer):
     ov = getattr(state, "overlay", None)
     if ov is not None and ov.dirty:
         sys.setprofile(ov.prev)
-        _dirty.remove(ov)
+        HOLDING.remove(ov)
     state.overlay = outer
     if ov is not None and ov.bad is not None:
         raise ov.bad  # (refused where it ran, but the code around it went on: the trace fails)
 
 
 def _forked():  # in a forked child only this thread's trace can still run
-    _dirty[:] = [ov for ov in _dirty if ov is getattr(state, "overlay", None)]
+    HOLDING[:] = [ov for ov in HOLDING if ov is getattr(state, "overlay", None)]
 
 
 os.register_at_fork(after_in_child=_forked)
 
 
-def _ov():
+def this_overlay():
     """This thread's trace's overlay (None outside a trace)."""
     try:
         return state.overlay
@@ -105,17 +105,17 @@ def _ov():
 
 def traced(v):
     """Whether ``v`` is, or holds at any depth, a traced value."""
-    if type(v) in _PLAIN:
+    if type(v) in PLAIN_TYPES:
         return False
     stack, seen = [v], set()
     while stack:
         x = stack.pop()
         t = type(x)
-        if t in _PLAIN:
+        if t in PLAIN_TYPES:
             continue
-        if isinstance(x, _TRACED):
+        if isinstance(x, TRACED_TYPES):
             return True
-        if id(x) in seen or isinstance(x, _OPAQUE):
+        if id(x) in seen or isinstance(x, OPAQUE_TYPES):
             continue
         seen.add(id(x))
         if len(seen) > 100_000:
@@ -150,17 +150,17 @@ def traced(v):
     return False
 
 
-def _share(v, ov):
+def share_value(v, ov):
     """``v`` was written where other threads see it: neither it nor what it holds is this
     trace's alone any more."""
     stack, seen = [v], set()
     while stack and len(seen) < 10_000:
         x = stack.pop()
-        if type(x) in _PLAIN or isinstance(x, _OPAQUE) or id(x) in seen:
+        if type(x) in PLAIN_TYPES or isinstance(x, OPAQUE_TYPES) or id(x) in seen:
             continue
         seen.add(id(x))
         ov.fresh.discard(id(x))
-        if type(x) in _CONTAINERS and id(x) not in ov.shared:
+        if type(x) in CONTAINER_TYPES and id(x) not in ov.shared:
             ov.shared.add(id(x))
             ov.keep.append(x)
         if isinstance(x, (list, tuple, set, frozenset, collections.deque)):
@@ -171,11 +171,11 @@ def _share(v, ov):
             stack.extend(getattr(x, "__dict__", {}).values())
 
 
-def _owner(obj):
+def owner_of(obj):
     return obj.__dict__ if isinstance(obj, types.ModuleType) else obj
 
 
-def _put(ov, name, owner, v):
+def put_entry(ov, name, owner, v):
     d = ov.attrs.get(name)
     if d is None:
         d = ov.attrs[name] = {}
@@ -186,10 +186,10 @@ def _put(ov, name, owner, v):
     ov.touch()
 
 
-def _drop(owner, name):
+def drop_entry(owner, name):
     ov = getattr(state, "overlay", None)
     if ov is not None:
         d = ov.attrs.get(name)
         if d:
-            return d.pop(id(owner), _MISS) is not _MISS
+            return d.pop(id(owner), MISSING) is not MISSING
     return False

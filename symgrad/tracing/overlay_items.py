@@ -12,7 +12,7 @@ import sys
 import types
 
 from . import standins
-from .overlay import _CONTAINERS, _IOPS, _MISS, _PLAIN, DIRTY, HOOK, PLAIN, _dirty, _drop, _ov, traced
+from .overlay import CONTAINER_TYPES, IN_PLACE_OPS, MISSING, PLAIN_TYPES, DIRTY, HOOK, PLAIN, HOLDING, drop_entry, this_overlay, traced
 from .overlay_names import SYMBOLS, augattr, augglobal, delattr_, delglobal, getattr_, global_, hasattr_, inplace, is_shared, refuse, setattr_, setglobal
 from .values import state
 
@@ -27,7 +27,7 @@ def born(obj):
 
 def held(f):
     """The containers ``f``'s defaults and closure hold exist outside the trace."""
-    ov = _ov()
+    ov = this_overlay()
     if ov is None or id(f) in ov.held:
         return
     ov.held.add(id(f))
@@ -39,7 +39,7 @@ def held(f):
         except ValueError:
             pass
     for v in found:
-        if type(v) in _CONTAINERS and id(v) not in ov.shared:
+        if type(v) in CONTAINER_TYPES and id(v) not in ov.shared:
             ov.shared.add(id(v))
             ov.keep.append(v)
 
@@ -48,8 +48,8 @@ def held(f):
 def cell(c, name):
     ov = getattr(state, "overlay", None)
     if ov is not None:
-        v = ov.cells.get(id(c), _MISS)
-        if v is not _MISS:
+        v = ov.cells.get(id(c), MISSING)
+        if v is not MISSING:
             return v
     try:
         return c.cell_contents
@@ -59,8 +59,8 @@ def cell(c, name):
 
 
 def setcell(c, name, v):
-    ov = _ov()
-    if ov is None or type(v) in _PLAIN or not traced(v):
+    ov = this_overlay()
+    if ov is None or type(v) in PLAIN_TYPES or not traced(v):
         if ov is not None:
             ov.cells.pop(id(c), None)
         c.cell_contents = v
@@ -76,12 +76,12 @@ def setcell(c, name, v):
 def delcell(c):
     """Before ``del name`` of a cell: whether the overlay held its value (then it is gone)."""
     ov = getattr(state, "overlay", None)
-    return ov is not None and ov.cells.pop(id(c), _MISS) is not _MISS
+    return ov is not None and ov.cells.pop(id(c), MISSING) is not MISSING
 
 
 def augcell(c, name, op, rhs):
     ov = getattr(state, "overlay", None)
-    if rhs.__class__ in _PLAIN and (ov is None or id(c) not in ov.cells):
+    if rhs.__class__ in PLAIN_TYPES and (ov is None or id(c) not in ov.cells):
         try:
             cur = c.cell_contents  # read, combine, write: no call between them
         except ValueError:
@@ -93,14 +93,14 @@ def augcell(c, name, op, rhs):
         elif op == "Mult":
             cur *= rhs
         else:
-            cur = _IOPS[op](cur, rhs)
-        if cur.__class__ in _PLAIN:
+            cur = IN_PLACE_OPS[op](cur, rhs)
+        if cur.__class__ in PLAIN_TYPES:
             c.cell_contents = cur
             return
     else:
         cur = cell(c, name)
         inplace(cur, rhs, f"`{name} {SYMBOLS[op]}= ...`", lambda: is_shared(cur, "free", None))
-        cur = _IOPS[op](cur, rhs)
+        cur = IN_PLACE_OPS[op](cur, rhs)
     setcell(c, name, cur)
 
 
@@ -118,21 +118,21 @@ def setitem(c, k, v, kind, owner):
         if ov is None or id(c) not in ov.shared:
             c[k] = v
             return
-    if type(v) not in _PLAIN and (type(c) is dict or is_shared(c, kind, owner)) and traced(v):
+    if type(v) not in PLAIN_TYPES and (type(c) is dict or is_shared(c, kind, owner)) and traced(v):
         if _namespace(c) is not None:
             setglobal(k, v, c)
             return
         if is_shared(c, kind, owner):
             raise refuse("an item assignment", c)
-    elif _dirty and type(c) is dict and _namespace(c) is not None:
-        _drop(c, k)
+    elif HOLDING and type(c) is dict and _namespace(c) is not None:
+        drop_entry(c, k)
     c[k] = v
 
 
 def augitem(c, k, op, rhs, kind, owner):
     cur = c[k]
     inplace(cur, rhs, f"`[...] {SYMBOLS[op]}= ...`", lambda: is_shared(c, kind, owner))
-    setitem(c, k, _IOPS[op](cur, rhs), kind, owner)
+    setitem(c, k, IN_PLACE_OPS[op](cur, rhs), kind, owner)
 
 
 class _Guarded:
@@ -151,7 +151,7 @@ class _Guarded:
 
 def method(c, name, kind, owner):
     """``c.name`` for a method that puts values into ``c`` (append, update, ...)."""
-    m = getattr_(c, name) if _dirty else getattr(c, name)
+    m = getattr_(c, name) if HOLDING else getattr(c, name)
     if kind != "global" and kind != "attr":
         ov = getattr(state, "overlay", None)
         if ov is None or id(c) not in ov.shared:
@@ -177,8 +177,8 @@ class _Hook:
 
 
 setattr(builtins, HOOK, _Hook())
-setattr(builtins, DIRTY, _dirty)
-setattr(builtins, PLAIN, _PLAIN)
+setattr(builtins, DIRTY, HOLDING)
+setattr(builtins, PLAIN, PLAIN_TYPES)
 # the builtins that read or write attributes, as traced code calls them
 for _f, _s in ((getattr, getattr_), (setattr, setattr_), (hasattr, hasattr_), (delattr, delattr_)):
     standins.STANDINS[id(_f)] = (_f, _s)

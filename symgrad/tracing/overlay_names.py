@@ -10,54 +10,54 @@ import types
 
 from ..errors import TraceError
 from . import registry
-from .overlay import _IOPS, _CONTAINERS, _MISS, _PLAIN, _dirty, _drop, _ov, _owner, _put, _share, traced
+from .overlay import IN_PLACE_OPS, CONTAINER_TYPES, MISSING, PLAIN_TYPES, HOLDING, drop_entry, this_overlay, owner_of, put_entry, share_value, traced
 from .values import state, user_site
 
 
 def _overlaid(owner, name):
     ov = getattr(state, "overlay", None)
     d = ov.attrs.get(name) if ov is not None else None
-    return d is not None and id(_owner(owner)) in d
+    return d is not None and id(owner_of(owner)) in d
 
 
 def _class_attr(cls, name):
     for c in cls.__mro__:
         if name in c.__dict__:
             return c.__dict__[name]
-    return _MISS
+    return MISSING
 
 
 # -- attributes ----------------------------------------------------------------------------------
-def getattr_(obj, name, default=_MISS, generic=False):
+def getattr_(obj, name, default=MISSING, generic=False):
     """``obj.name`` as the tracing thread sees it (``getattr`` in traced code; ``generic``:
     ``object.__getattribute__``'s, past a __getattribute__ of the class)."""
     get = object.__getattribute__ if generic else getattr
-    if not _dirty:
-        return get(obj, name) if default is _MISS else getattr(obj, name, default)
+    if not HOLDING:
+        return get(obj, name) if default is MISSING else getattr(obj, name, default)
     ov = getattr(state, "overlay", None)
-    if name == "__dict__" and ov is not None and id(_owner(obj)) in ov.owners:
+    if name == "__dict__" and ov is not None and id(owner_of(obj)) in ov.owners:
         raise TraceError(f"`.__dict__` of a {type(obj).__name__} is read at {user_site()} while the traced function "
                          "keeps a traced value in it for itself: the dict holds the value from before the trace. "
                          "Read the attribute by name. Create the object inside the traced function, or pass the "
                          "value as an argument (or return it) instead of storing it there")
     d = ov.attrs.get(name) if ov is not None else None
     if d:
-        v = d.get(id(_owner(obj)), _MISS)
-        if v is not _MISS:
+        v = d.get(id(owner_of(obj)), MISSING)
+        if v is not MISSING:
             return v
         if isinstance(obj, type):
             mro = obj.__mro__
         else:
             mro = () if name in getattr(obj, "__dict__", ()) else type(obj).__mro__
         for c in mro:
-            v = d.get(id(c), _MISS)
-            if v is not _MISS:
+            v = d.get(id(c), MISSING)
+            if v is not MISSING:
                 return v
     if ov is not None and ov.dirty and not isinstance(obj, type):
         p = _class_attr(type(obj), name)
         if type(p) is property and p.fget is not None:  # its reads consult the overlay too
             return registry.HOOKS.intercept(p.fget)(obj)
-    return get(obj, name) if default is _MISS else getattr(obj, name, default)
+    return get(obj, name) if default is MISSING else getattr(obj, name, default)
 
 
 def hasattr_(obj, name):
@@ -70,18 +70,18 @@ def hasattr_(obj, name):
 
 def setattr_(obj, name, v, generic=False):
     """``obj.name = v`` in traced code (``generic``: object.__setattr__'s, no __setattr__ of the class)."""
-    ov = _ov()
+    ov = this_overlay()
     if ov is not None and id(obj) in ov.fresh:  # an object this trace made: written as Python writes
         (object.__setattr__ if generic else setattr)(obj, name, v)
         return
-    if v.__class__ in _PLAIN or not traced(v):
+    if v.__class__ in PLAIN_TYPES or not traced(v):
         (object.__setattr__ if generic else setattr)(obj, name, v)
-        if _dirty:
-            _drop(_owner(obj), name)
-        if v.__class__ not in _PLAIN and ov is not None:
-            _share(v, ov)
+        if HOLDING:
+            drop_entry(owner_of(obj), name)
+        if v.__class__ not in PLAIN_TYPES and ov is not None:
+            share_value(v, ov)
         return
-    ov = _ov()
+    ov = this_overlay()
     if ov is None:  # (outside a trace)
         setattr(obj, name, v)
         return
@@ -101,11 +101,11 @@ def setattr_(obj, name, v, generic=False):
             if traced_ is not p.fset:
                 traced_(obj, v)
                 return
-    _put(ov, name, _owner(obj), v)  # (a setter symgrad cannot trace: the value itself is kept)
+    put_entry(ov, name, owner_of(obj), v)  # (a setter symgrad cannot trace: the value itself is kept)
 
 
 def delattr_(obj, name):
-    had = _drop(_owner(obj), name) if _dirty else False
+    had = drop_entry(owner_of(obj), name) if HOLDING else False
     try:
         delattr(obj, name)
     except AttributeError:
@@ -116,7 +116,7 @@ def delattr_(obj, name):
 def augattr(obj, name, op, rhs):
     """``obj.name op= rhs`` while something is overlaid, or with a traced ``rhs``."""
     d = getattr(obj, "__dict__", None)
-    if rhs.__class__ in _PLAIN and type(d) is dict and name in d and type(obj).__setattr__ is object.__setattr__ \
+    if rhs.__class__ in PLAIN_TYPES and type(d) is dict and name in d and type(obj).__setattr__ is object.__setattr__ \
             and not hasattr(type(_class_attr(type(obj), name)), "__set__") and not _overlaid(obj, name):
         cur = d[name]  # read, combine, write: no call between them (see the module's doc)
         if op == "Add":
@@ -126,14 +126,14 @@ def augattr(obj, name, op, rhs):
         elif op == "Mult":
             cur *= rhs
         else:
-            cur = _IOPS[op](cur, rhs)
-        if cur.__class__ in _PLAIN:
+            cur = IN_PLACE_OPS[op](cur, rhs)
+        if cur.__class__ in PLAIN_TYPES:
             d[name] = cur
             return
     else:
         cur = getattr_(obj, name)
         inplace(cur, rhs, f"`.{name} {SYMBOLS[op]}= ...`", lambda: is_shared(cur, "attr", obj))
-        cur = _IOPS[op](cur, rhs)
+        cur = IN_PLACE_OPS[op](cur, rhs)
     setattr_(obj, name, cur)
 
 
@@ -149,8 +149,8 @@ def global_value(g, name, builtins_=None):
     if ov is not None:
         d = ov.attrs.get(name)
         if d:
-            v = d.get(id(g), _MISS)
-            if v is not _MISS:
+            v = d.get(id(g), MISSING)
+            if v is not MISSING:
                 return v
     try:
         return g[name]
@@ -165,22 +165,22 @@ def global_value(g, name, builtins_=None):
 
 def setglobal(name, v, g=None):
     g = sys._getframe(1).f_globals if g is None else g
-    if type(v) in _PLAIN or not traced(v) or _ov() is None:
-        if _dirty:
-            _drop(g, name)
+    if type(v) in PLAIN_TYPES or not traced(v) or this_overlay() is None:
+        if HOLDING:
+            drop_entry(g, name)
         g[name] = v
-        ov = _ov()
-        if ov is not None and type(v) not in _PLAIN:
-            _share(v, ov)
+        ov = this_overlay()
+        if ov is not None and type(v) not in PLAIN_TYPES:
+            share_value(v, ov)
         return v
-    _put(_ov(), name, g, v)
+    put_entry(this_overlay(), name, g, v)
     return v
 
 
 def augglobal(name, op, rhs):
     f = sys._getframe(1)
     g = f.f_globals
-    if rhs.__class__ in _PLAIN and name in g and not _overlaid(g, name):
+    if rhs.__class__ in PLAIN_TYPES and name in g and not _overlaid(g, name):
         cur = g[name]  # read, combine, write: no call between them
         if op == "Add":
             cur += rhs
@@ -189,20 +189,20 @@ def augglobal(name, op, rhs):
         elif op == "Mult":
             cur *= rhs
         else:
-            cur = _IOPS[op](cur, rhs)
-        if cur.__class__ in _PLAIN:
+            cur = IN_PLACE_OPS[op](cur, rhs)
+        if cur.__class__ in PLAIN_TYPES:
             g[name] = cur
             return
     else:
         cur = global_value(g, name, f.f_builtins)
         inplace(cur, rhs, f"`{name} {SYMBOLS[op]}= ...`", lambda: True)
-        cur = _IOPS[op](cur, rhs)
+        cur = IN_PLACE_OPS[op](cur, rhs)
     setglobal(name, cur, g)
 
 
 def delglobal(name):
     g = sys._getframe(1).f_globals
-    had = _drop(g, name) if _dirty else False
+    had = drop_entry(g, name) if HOLDING else False
     try:
         del g[name]
     except KeyError:
@@ -233,5 +233,5 @@ def refuse(what, c):
 
 
 def inplace(cur, rhs, what, shared):
-    if type(cur) in _CONTAINERS and type(rhs) not in _PLAIN and traced(rhs) and shared():
+    if type(cur) in CONTAINER_TYPES and type(rhs) not in PLAIN_TYPES and traced(rhs) and shared():
         raise refuse(what, cur)

@@ -21,7 +21,7 @@ import types
 import numpy as np
 
 from ..errors import TraceError
-from .overlay import _MISS, _OPAQUE, _PLAIN, _TRACED, WATCH
+from .overlay import MISSING, OPAQUE_TYPES, PLAIN_TYPES, TRACED_TYPES, WATCH
 from .usercode import is_user_code
 from .values import _SYMGRAD, state, user_site
 
@@ -59,8 +59,8 @@ def watch(frame, event, arg):
         return
     if ov is not None and ov.bad is None and ov.dirty:
         code = frame.f_code
-        seen = _names.get(code, _MISS)
-        if seen is _MISS:
+        seen = _names.get(code, MISSING)
+        if seen is MISSING:
             seen = _names[code] = _watched(frame)
         if seen is not None:
             what = _reads(ov, frame, *seen)
@@ -121,7 +121,7 @@ def _holds(ov, x, limit=10_000):
     while stack:
         x = stack.pop()
         t = type(x)
-        if t in _PLAIN or id(x) in seen:
+        if t in PLAIN_TYPES or id(x) in seen:
             continue
         if id(x) in owners:
             return True
@@ -139,7 +139,7 @@ def _holds(ov, x, limit=10_000):
             stack.extend(x)
         elif isinstance(x, dict):
             stack.extend(x.values())
-        elif not isinstance(x, (np.ndarray, np.generic, type, *_OPAQUE, *_TRACED)) and id(x) not in ov.fresh:
+        elif not isinstance(x, (np.ndarray, np.generic, type, *OPAQUE_TYPES, *TRACED_TYPES)) and id(x) not in ov.fresh:
             d = getattr(x, "__dict__", None)
             if type(d) is dict:
                 stack.extend(d.values())

@@ -51,16 +51,16 @@ class Joined(LazyArray):
         return join(self.b, parts, ax)
 
     def total(self, axes, keepdims, initial):
-        """lazy._sum over ``axes`` (sorted, normalised)."""
+        """lazy.reduce_sum over ``axes`` (sorted, normalised)."""
         if self.axis in axes:  # the sum of the parts' sums
             r = None
             for p in self.parts:
-                s = lazy._sum(p, axes, keepdims=keepdims)
+                s = lazy.reduce_sum(p, axes, keepdims=keepdims)
                 r = s if r is None else r + s
             return r if initial is np._NoValue else r + initial
         kw = {} if initial is np._NoValue else {"initial": initial}
         ax = self.axis if keepdims else self.axis - sum(1 for a in axes if a < self.axis)
-        return join(self.b, [lazy._sum(p, axes, keepdims=keepdims, **kw) for p in self.parts], ax)
+        return join(self.b, [lazy.reduce_sum(p, axes, keepdims=keepdims, **kw) for p in self.parts], ax)
 
     def transposed(self, axes):
         return join(self.b, [lazy_index.transpose(p, axes) for p in self.parts], axes.index(self.axis))

@@ -28,7 +28,7 @@ from .nosource import PROXY as _PROXY, Globals as _Globals, reads_globals_only a
 from .recompile import NoSource, compile_node, find
 from .rewrite_calls import CALL
 from .standins import standin, volatile
-from .usercode import _STDLIB, LIBRARIES, is_user_code, module_file as _module_file  # noqa: F401
+from .usercode import STDLIB, LIBRARIES, is_user_code, module_file as _module_file  # noqa: F401
 
 # -- the call interceptor ----------------------------------------------------------------------
 _codes = {}  # original code -> (rewritten code, closure indices), or None: run the original
@@ -45,13 +45,13 @@ def intercept(f):
         _in_branch(f, caller)
         return selects.no_out(_guard(f, _callee(f)), caller)
     g = _callee(f)
-    return _guard(f, g) if g is f and overlay._dirty else g
+    return _guard(f, g) if g is f and overlay.HOLDING else g
 
 
 def _guard(f, g):
     """``g`` is ``f`` itself (code that does not read the overlay): refused where it is given an
     object the overlay keeps something of (overlay.guard)."""
-    if g is f and overlay._dirty and values.state.overlay.owners:
+    if g is f and overlay.HOLDING and values.state.overlay.owners:
         return overlay_watch.guard(f)
     return g
 
@@ -126,7 +126,7 @@ def _foreign(module):
     if name == "cmath":
         return True
     path = getattr(module, "__file__", None) or ""
-    return bool(path) and not path.startswith(_STDLIB) and name.split(".")[0] not in ("numpy", "symgrad", "_cffi_backend")
+    return bool(path) and not path.startswith(STDLIB) and name.split(".")[0] not in ("numpy", "symgrad", "_cffi_backend")
 
 
 def _compiled(f):

@@ -9,7 +9,7 @@ import sysconfig
 LIBRARIES = ("math", "cmath", "numpy", "scipy", "sympy", "symgrad", "mpmath", "cffi", "functools",
              "operator", "typing", "builtins", "importlib", "collections", "abc", "inspect", "jax",
              "torch", "dask", "cupy", "numba")
-_STDLIB = tuple({sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib")})
+STDLIB = tuple({sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib")})
 
 
 def is_user_code(module_name, filename):
@@ -17,7 +17,7 @@ def is_user_code(module_name, filename):
     (numpy, the standard library, installed packages) runs as it is."""
     if (module_name or "").split(".")[0] in LIBRARIES:
         return False
-    return not (filename.startswith(_STDLIB) or "site-packages" in filename or "dist-packages" in filename
+    return not (filename.startswith(STDLIB) or "site-packages" in filename or "dist-packages" in filename
                 or filename.startswith("<frozen"))
 
 

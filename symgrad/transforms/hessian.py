@@ -45,7 +45,7 @@ def operand_shape(g, t):
     return (n[0],) + tuple(nodes[o] if o in consts else None for o in n[1:])
 
 
-def _second(g, t):
+def second_partials(g, t):
     """{(i, j): node} of the second partials of node ``t`` by its operands i <= j (positions of
     operands that are not constants), built on a template of the op whose operands are fresh
     leaves (so a partial rule that rebuilds one operand from another, atan2(x, x*x) building
@@ -155,7 +155,7 @@ def edge_push(g, y, wrt, seed=None, adjoints=None):
                     edge(s, s2, times(g, ws, d[s2]))
         if a is not None:
             operands = g.nodes[t][1:]
-            for (i, j), second in _second(g, t).items():
+            for (i, j), second in second_partials(g, t).items():
                 s, s2 = operands[i], operands[j]
                 if s in act and s2 in act:
                     edge(s, s2, times(g, a, g.add(second, second) if s == s2 and i != j else second))

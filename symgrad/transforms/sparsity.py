@@ -28,7 +28,7 @@ from ..ir.nodes import is_leaf, is_loop
 from ..ir.program import Program
 from .derive import arg_nodes, check_scalar, partials, reverse
 from . import sparsity_loops
-from .hessian import _second, edge_push, operand_shape, template
+from .hessian import second_partials, edge_push, operand_shape, template
 
 
 @dataclass(frozen=True, eq=False)
@@ -128,7 +128,7 @@ def _support(shape):
 def _second_support(shape):
     """The pairs (i, j) of operands of a node of ``shape`` with a second partial not 0 (as _support)."""
     h, root, _ = template(shape)
-    return tuple(_second(h, root)) if h.nodes[root][0] == shape[0] else ()
+    return tuple(second_partials(h, root)) if h.nodes[root][0] == shape[0] else ()
 
 
 def _columns(g, argnums):
