@@ -13,11 +13,11 @@ from fractions import Fraction
 import numpy as np
 
 from .program import Output, Program, const_key, const_value, index_vars
-from .ops import OPS
+from .ops import CONSTANTS, OPS
 
 LEAVES = ("const", "arg", "read")  # nodes with no operand nodes (a read's are its index)
 _MUL_SPECIAL = frozenset({"const", "div", "neg"})  # the operands Graph.mul may rewrite a product of
-_NAMED = {"pi": math.pi, "E": math.e, "EulerGamma": 0.5772156649015329}
+_NAMED = {name: v for name, (v, _) in CONSTANTS.items()}
 _TINY, _HUGE = Fraction(2.2250738585072014e-308), Fraction(1.7976931348623157e308)
 
 
