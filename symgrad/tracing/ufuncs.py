@@ -62,7 +62,7 @@ def _ufunc_elements():
                  fmin=_element_pick(_nan_pick("lt", False), np.fmin),
                  square=lambda x: x * x, reciprocal=lambda x: 1.0 / x, positive=lambda x: x,
                  clip=lambda x, lo, hi: table["minimum"](table["maximum"](x, lo), hi),
-                 heaviside=_heaviside, logaddexp=_logaddexp, logaddexp2=_logaddexp2,
+                 heaviside=_heaviside,
                  conjugate=lambda x: x)  # the values are real
     dtypes.numpy_bools(table, [n for n, op in ops.NUMPY.items() if op in ops.COMPARE + ops.LOGIC])
     # numpy's own ufuncs, as umath holds them (np.clip is a function; a np.sin replaced is not numpy's)
@@ -75,28 +75,6 @@ def _heaviside(x, h0):
     if not traced((x, h0)):
         return np.heaviside(x, h0)
     return where(apply("isnan", x), math.nan, where(x < 0, 0.0, where(x > 0, 1.0, h0)))
-
-
-def _logaddexp(a, b):
-    """log(exp(a) + exp(b)) without overflow, as numpy computes it; each side of the select is
-    smooth through a tie (so derivatives of every order hold there), infinities of one sign
-    give themselves."""
-    if not traced((a, b)):
-        return np.logaddexp(a, b)
-    return _log_add(a, b, "exp", lambda v: apply("log1p", v))
-
-
-def _logaddexp2(a, b):
-    if not traced((a, b)):
-        return np.logaddexp2(a, b)
-    return _log_add(a, b, "exp2", lambda v: apply("log1p", v) / math.log(2.0))
-
-
-def _log_add(a, b, exp, log1p):
-    def side(hi, lo):
-        return hi + log1p(apply(exp, lo - hi))
-    inf = apply("isinf", a) if isinstance(a, Value) else math.isinf(a)
-    return where((a == b) & inf, a, where(a > b, side(a, b), side(b, a)))
 
 
 registry.ELEMENTS.update(_ufunc_elements())

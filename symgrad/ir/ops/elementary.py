@@ -58,6 +58,26 @@ fn("log2", np.log2, lambda g, t, x: g.div(g.const(1), g.mul(x, g.const(LN2))), s
    reads=lambda m: (m.cf.log2,), real=True)
 fn("log10", np.log10, lambda g, t, x: g.div(g.const(1), g.mul(x, g.const(LN10))), sympy=lambda m: m.R.Log10,
    reads=lambda m: (m.cf.log10,), real=True)
+
+
+def _d_logaddexp(exp):
+    """log(exp(a) + exp(b))'s partials: 1/(1 + exp(b - a)), exp(a - r) without r's rounding and
+    without NaN where a or b is infinite; 1/2 each at a tie of infinities (NaN-free at -inf, -inf),
+    smooth through finite ties (second derivatives hold there)."""
+    def d(g, t, a, b):
+        tie = g.node("and", g.node("eq", a, b), g.node("isinf", a))
+        share = lambda u, v: g.select(tie, g.const(0.5), g.div(g.const(1), g.add(g.const(1), g.call(exp, g.sub(v, u)))))  # noqa
+        return [share(a, b), share(b, a)]
+    return d
+
+
+op("logaddexp", 2, np.logaddexp, _d_logaddexp("exp"), "symgrad_logaddexp", library=True, vector="symgrad_logaddexp",
+   numpy=("logaddexp",), sympy=lambda m: lambda a, b: m.R.Log(m.sp.exp(a) + m.sp.exp(b)),
+   nan="numpy's: NaN for a NaN; a tie gives a + log(2) (infinities of one sign give themselves)")
+op("logaddexp2", 2, np.logaddexp2, _d_logaddexp("exp2"), "symgrad_logaddexp2", library=True,
+   vector="symgrad_logaddexp2", numpy=("logaddexp2",), sympy=lambda m: lambda a, b: m.R.Log2(2**a + 2**b),
+   nan="numpy's: NaN for a NaN; a tie gives a + 1")
+
 fn("sqrt", np.sqrt, lambda g, t, x: g.div(g.const(0.5), t), vector=False, library=False,
    sympy=lambda m: lambda a: m.R.RealPow(a, m.sp.S.Half), real=True)
 fn("cbrt", np.cbrt, lambda g, t, x: g.div(g.const(1), g.mul(g.const(3), sq(g, t))), scipy=("cbrt",),
