@@ -151,6 +151,31 @@ SYMGRAD_FN_INLINE float symgrad_logaddexp2f(float x, float y) {
     return x == y ? x + 1 : (d != d ? d : r);
 }
 
+/* numpy's maximum: b where b > a or b is NaN, else a (NaN where either is; the first at a tie). */
+SYMGRAD_FN_INLINE double symgrad_maximum(double a, double b) { return (b > a || isnan(b)) ? b : a; }
+
+/* numpy's minimum: b where b < a or b is NaN, else a. */
+SYMGRAD_FN_INLINE double symgrad_minimum(double a, double b) { return (b < a || isnan(b)) ? b : a; }
+
+/* numpy's fmax: b where b > a or a is NaN, else a (a NaN operand ignored; the first at a tie).
+ * Not C's fmax, whose choice at a tie of +0.0 and -0.0 is unspecified. */
+SYMGRAD_FN_INLINE double symgrad_fmax(double a, double b) { return (b > a || isnan(a)) ? b : a; }
+
+/* numpy's fmin: b where b < a or a is NaN, else a. */
+SYMGRAD_FN_INLINE double symgrad_fmin(double a, double b) { return (b < a || isnan(a)) ? b : a; }
+
+/* The same in float. */
+SYMGRAD_FN_INLINE float symgrad_maximumf(float a, float b) { return (b > a || isnan(b)) ? b : a; }
+
+/* The same in float. */
+SYMGRAD_FN_INLINE float symgrad_minimumf(float a, float b) { return (b < a || isnan(b)) ? b : a; }
+
+/* The same in float. */
+SYMGRAD_FN_INLINE float symgrad_fmaxf(float a, float b) { return (b > a || isnan(a)) ? b : a; }
+
+/* The same in float. */
+SYMGRAD_FN_INLINE float symgrad_fminf(float a, float b) { return (b < a || isnan(a)) ? b : a; }
+
 /* math.fsum: the exactly rounded sum of p[0..n) (Shewchuk's partials, as CPython's
  * fsum), in place; p[n..2n) holds a copy of the terms. An infinity gives itself, inf - inf
  * and NaN give NaN (where Python raises); where a partial sum overflows (Python raises

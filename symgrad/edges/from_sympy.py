@@ -163,10 +163,10 @@ def _node(e, args, b):
         return b.node("not", *args)
     if f is ITE:  # if-then-else of conditions (sympy makes them of nested Piecewise conditions)
         return b.node("select", *args)
-    if f in (sp.Max, sp.Min):  # n-ary, as a chain of selects
+    if f in (sp.Max, sp.Min):  # n-ary, as a chain of numpy's maximum (minimum): the first at a tie
         acc = args[0]
         for a in args[1:]:
-            acc = b.node("select", b.node("gt" if f is sp.Max else "lt", a, acc), a, acc)
+            acc = b.node("maximum" if f is sp.Max else "minimum", acc, a)
         return acc
     if f is sp.Piecewise:
         acc = b.const(float("nan"))

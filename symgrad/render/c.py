@@ -14,7 +14,7 @@ from fractions import Fraction
 import numpy as np
 
 from ..ir.graph import number
-from ..ir.ops import CALLS, OPS
+from ..ir.ops import CALLS, OPS, PICKS
 from .target import VECTOR_FUNCTIONS
 
 
@@ -103,9 +103,9 @@ class Lowered:
         for n in nodes:
             if n[0] == "pow" and (_integer_power(nodes, n[2]) or 0) not in (0, 1, -1):
                 pinned.add(n[1])  # a base multiplied by itself: printed once
-            elif n[0] == "select":  # a chain of selects (np.max) nested into one expression
-                for j in n[2:]:     # would keep every condition alive to its end
-                    if nodes[j][0] == "select":
+            elif n[0] in PICKS:  # a chain of selects or picks (np.max) nested into one expression
+                for j in n[1:]:     # would keep every condition alive to its end
+                    if nodes[j][0] in PICKS:
                         pinned.add(j)
             elif links and n[0] in ("add", "sub"):  # a running sum's links: statements, to roll
                 for j in n[1:]:

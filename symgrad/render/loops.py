@@ -16,7 +16,7 @@ import math
 
 from ..errors import CompileError
 from ..ir.graph import LEAVES, Graph, number
-from ..ir.ops import LIBRARY
+from ..ir.ops import LIBRARY, PICKS
 from .c import Printer, _integer_power
 from . import pairwise
 from .indices import index_c, innermost, lanes_apart
@@ -140,8 +140,8 @@ class _Emit:
         for n in nodes:
             if n[0] == "pow" and (_integer_power(nodes, n[2]) or 0) not in (0, 1, -1):
                 pinned.add(n[1])
-            if n[0] == "select":
-                pinned.update(j for j in n[2:] if nodes[j][0] == "select")
+            if n[0] in PICKS:  # a chain of selects or picks (np.max): each link a statement
+                pinned.update(j for j in n[1:] if nodes[j][0] in PICKS)
         inline, size = [False] * len(nodes), [0] * len(nodes)
         for i, n in enumerate(nodes):
             if n[0] in ("const", "arg"):

@@ -24,26 +24,6 @@ def _element_op(op, ufunc):
     return element
 
 
-def _element_pick(pick, ufunc):
-    def element(a, b):
-        return pick(a, b) if traced((a, b)) else ufunc(a, b)
-    return element
-
-
-def _nan_pick(op, propagate):
-    """numpy's maximum/minimum (a NaN in either gives NaN) or fmax/fmin (a NaN is ignored):
-    b if b beats a, or if b (propagate) / a (ignore) is NaN, else a: the first at a tie."""
-    def pick(a, b):
-        nan = b if propagate else a
-        if isinstance(nan, (float, np.floating)) and math.isnan(nan):
-            return b
-        beats = apply(op, b, a) if not (isinstance(a, (float, np.floating)) and math.isnan(a)) else False
-        if isinstance(nan, Value):
-            beats = beats | apply("isnan", nan) if isinstance(beats, Condition) else apply("isnan", nan)
-        return where(beats, b, a)
-    return pick
-
-
 # numpy's ufuncs where user code cannot replace them (np.sum = ... leaves umath.add alone):
 # what symgrad's own traced forms call
 umath = getattr(getattr(np, "_core", None), "umath", None) or np.core.umath
@@ -56,12 +36,8 @@ def _ufunc_elements():
         u = getattr(np, name, None)
         if isinstance(u, np.ufunc):
             table[name] = _element_op(op, u)
-    table.update(maximum=_element_pick(_nan_pick("gt", True), np.maximum),
-                 fmax=_element_pick(_nan_pick("gt", False), np.fmax),
-                 minimum=_element_pick(_nan_pick("lt", True), np.minimum),
-                 fmin=_element_pick(_nan_pick("lt", False), np.fmin),
-                 square=lambda x: x * x, reciprocal=lambda x: 1.0 / x, positive=lambda x: x,
-                 clip=lambda x, lo, hi: table["minimum"](table["maximum"](x, lo), hi),
+    table.update(square=lambda x: x * x, reciprocal=lambda x: 1.0 / x, positive=lambda x: x,
+                 clip=lambda x, lo, hi: table["minimum"](table["maximum"](x, lo), hi),  # as numpy's
                  heaviside=_heaviside,
                  conjugate=lambda x: x)  # the values are real
     dtypes.numpy_bools(table, [n for n, op in ops.NUMPY.items() if op in ops.COMPARE + ops.LOGIC])

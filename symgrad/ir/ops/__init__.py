@@ -29,4 +29,5 @@ NUMPY_NAMES = {u: n for n, o in OPS.items() for u in o.numpy}   # numpy.<ufunc> 
 SCIPY_NAMES = {u: n for n, o in OPS.items() for u in o.scipy}   # scipy.special.<ufunc> -> op
 SYMPY = {n: o.sympy for n, o in OPS.items()}
 SWAPPED = {n: o.swapped for n, o in OPS.items() if o.swapped}  # Python's reflected comparison
+PICKS = frozenset(n for n, o in OPS.items() if o.pick)  # ops giving one operand unchanged
 LOGIC = ("and", "or", "not")

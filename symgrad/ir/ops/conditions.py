@@ -26,8 +26,8 @@ op("or", 2, np.logical_or, None, ("infix", "||"), condition=True, numpy=("logica
 op("not", 1, np.logical_not, None, ("prefix", "!"), condition=True, numpy=("logical_not",),
    sympy=lambda m: lambda a: m.R.Negation(m.boolean(a)))  # (sympy's Not(x > 0) is x <= 0: wrong for NaN)
 op("isnan", 1, np.isnan, None, lambda a, T: f"isnan({a[0]})", condition=True, math=("isnan",), numpy=("isnan",),
-   sympy=lambda m: m.R.IsNan)
+   sympy=lambda m: m.R.IsNan, reads=lambda m: (m.R.IsNan,))
 op("isinf", 1, np.isinf, None, lambda a, T: f"isinf({a[0]})", condition=True, math=("isinf",), numpy=("isinf",),
-   sympy=lambda m: m.R.IsInf)
+   sympy=lambda m: m.R.IsInf, reads=lambda m: (m.R.IsInf,))
 op("isfinite", 1, np.isfinite, None, lambda a, T: f"isfinite({a[0]})", condition=True, math=("isfinite",),
    numpy=("isfinite",), sympy=lambda m: lambda a: m.sp.Not(m.R.IsNan(a) | m.R.IsInf(a)))

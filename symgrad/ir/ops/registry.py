@@ -28,6 +28,7 @@ class Op:
     reads: Optional[Callable] = None  # edge module -> the sympy functions from_sympy reads as this op
     real: bool = False            # of numbers, sympy's value may leave the reals (numpy's is used)
     swapped: Optional[str] = None  # a comparison: a op b is b swapped a
+    pick: bool = False            # gives one of its operands unchanged (select, maximum, ...)
     nan: str = ""                 # its NaN and tie rule, where it has one to state
 
 
