@@ -66,7 +66,8 @@ def _d_logaddexp(exp):
     smooth through finite ties (second derivatives hold there)."""
     def d(g, t, a, b):
         tie = g.node("and", g.node("eq", a, b), g.node("isinf", a))
-        share = lambda u, v: g.select(tie, g.const(0.5), g.div(g.const(1), g.add(g.const(1), g.call(exp, g.sub(v, u)))))  # noqa
+        def share(u, v):  # of u: 1/(1 + exp(v - u))
+            return g.select(tie, g.const(0.5), g.div(g.const(1), g.add(g.const(1), g.call(exp, g.sub(v, u)))))
         return [share(a, b), share(b, a)]
     return d
 

@@ -4,11 +4,12 @@ Piecewise) and numpy's maximum, minimum, fmax, fmin, each a pick of one operand.
 One tie rule for all four picks: at a tie (a == b, +0.0 and -0.0 included) the result is the
 first operand, and so is the whole derivative (d/da 1, d/db 0), as the select each was traced
 into before (numpy's own choice between +0.0 and -0.0 differs between its scalar, array and
-reduce loops: symgrad's is the first, everywhere). NaN rules are numpy's: maximum/minimum give NaN where either operand is NaN,
-fmax/fmin ignore a NaN operand (NaN only where both are). np.clip(x, lo, hi) is
-minimum(maximum(x, lo), hi), as numpy computes it. Python's builtin max/min are not these ops:
-max(a, b) is b if b > a else a (a NaN first operand wins, a NaN second one loses), so they stay
-selects, made in one place (tracing/values.py: select_max, select_min)."""
+reduce loops: symgrad's is the first, everywhere). NaN rules are numpy's: maximum/minimum give
+NaN where either operand is NaN, fmax/fmin ignore a NaN operand (NaN only where both are).
+np.clip(x, lo, hi) is minimum(maximum(x, lo), hi), as numpy computes it. Python's builtin
+max/min are not these ops: max(a, b) is b if b > a else a (a NaN first operand wins, a NaN
+second one loses), so they stay selects, made in one place (tracing/standins.py: select_max,
+select_min)."""
 from __future__ import annotations
 
 import math
