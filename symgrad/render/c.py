@@ -1,5 +1,5 @@
 """Program -> C expressions: which nodes become statements, and one printer that spells
-each node through the op table (ir/ops.py). No sympy.
+each node through the op table (ir/ops/). No sympy.
 
 ``lower`` decides, in one pass over the program, which nodes are printed inside the
 expression that uses them (a node used once, while that expression stays small; constants,

@@ -1,4 +1,4 @@
-"""The tracer's view of the op registry (ir/ops.py): what Python's math module and numpy call
+"""The tracer's view of the op registry (ir/ops/): what Python's math module and numpy call
 each op, which ops give conditions, and Python's reflected comparisons. No sympy."""
 from __future__ import annotations
 

@@ -10,7 +10,11 @@ operand nodes, and give one node per operand: its partial, or None where it is 0
 (structurally: a select's branch, a step). Conditions give 0/1 and have no derivative.
 Sympy forms are functions of an edge module ``m`` (m.sp sympy, m.R edges/realfns.py, m.cf
 sympy's C functions, m.relation / m.select / m.boolean / m.div / m.power IEEE-faithful
-constructors), so nothing here imports sympy."""
+constructors), so nothing here imports sympy.
+
+Adding an op is one ``op(...)`` entry; where C has no function for it, its helper goes in
+csrc/symgrad_math.h (device-safe; standalone C and CUDA files copy it), and where that helper
+calls vector maths, its one-lane helpers in csrc/symgrad_rt.h (logaddexp: both)."""
 from __future__ import annotations
 
 from .registry import CONSTANTS, OPS, Op, op  # noqa: F401  (the record and the registry)
