@@ -21,6 +21,7 @@ from .registry import CONSTANTS, OPS, Op, op  # noqa: F401  (the record and the 
 from . import arith, elementary, special, steps, conditions, selects  # noqa: F401  (each registers its ops)
 
 # -- derived tables ---------------------------------------------------------------------------
+# ops printed as function calls (a kernel's cost counts them)
 CALLS = frozenset(n for n, o in OPS.items() if isinstance(o.c, str) or o.library) - {"pow"}
 # ops that call a maths library function (a vector one, libmvec's, in a vectorised CPU lane
 # loop), not one that compiles to an instruction (pow: where its exponent is not an integer)
