@@ -125,6 +125,57 @@ SYMGRAD_FN_INLINE float symgrad_sech2f(float x) {
 }
 
 
+/* numpy's logaddexp (npy_logaddexp): log(exp(x) + exp(y)) as the larger plus log1p(exp(-|x - y|)),
+ * x + log(2) at a tie (infinities of one sign give themselves), NaN for a NaN. One expression
+ * (no branch), so that a SIMD lane loop calling it vectorises. */
+SYMGRAD_FN_INLINE double symgrad_logaddexp(double x, double y) {
+    const double d = x - y, r = (d > 0 ? x : y) + log1p(exp(-fabs(d)));
+    return x == y ? x + 0.693147180559945309417232121458176568 : (d != d ? d : r);
+}
+
+/* The same in float. */
+SYMGRAD_FN_INLINE float symgrad_logaddexpf(float x, float y) {
+    const float d = x - y, r = (d > 0 ? x : y) + log1pf(expf(-fabsf(d)));
+    return x == y ? x + 0.693147180559945309417232121458176568f : (d != d ? d : r);
+}
+
+/* numpy's logaddexp2 (npy_logaddexp2): log2(2^x + 2^y), x + 1 at a tie, NaN for a NaN. */
+SYMGRAD_FN_INLINE double symgrad_logaddexp2(double x, double y) {
+    const double d = x - y, r = (d > 0 ? x : y) + 1.442695040888963407359924681001892137 * log1p(exp2(-fabs(d)));
+    return x == y ? x + 1 : (d != d ? d : r);
+}
+
+/* The same in float. */
+SYMGRAD_FN_INLINE float symgrad_logaddexp2f(float x, float y) {
+    const float d = x - y, r = (d > 0 ? x : y) + 1.442695040888963407359924681001892137f * log1pf(exp2f(-fabsf(d)));
+    return x == y ? x + 1 : (d != d ? d : r);
+}
+
+/* numpy's maximum: b where b > a or b is NaN, else a (NaN where either is; the first at a tie). */
+SYMGRAD_FN_INLINE double symgrad_maximum(double a, double b) { return (b > a || isnan(b)) ? b : a; }
+
+/* numpy's minimum: b where b < a or b is NaN, else a. */
+SYMGRAD_FN_INLINE double symgrad_minimum(double a, double b) { return (b < a || isnan(b)) ? b : a; }
+
+/* numpy's fmax: b where b > a or a is NaN, else a (a NaN operand ignored; the first at a tie).
+ * Not C's fmax, whose choice at a tie of +0.0 and -0.0 is unspecified. */
+SYMGRAD_FN_INLINE double symgrad_fmax(double a, double b) { return (b > a || isnan(a)) ? b : a; }
+
+/* numpy's fmin: b where b < a or a is NaN, else a. */
+SYMGRAD_FN_INLINE double symgrad_fmin(double a, double b) { return (b < a || isnan(a)) ? b : a; }
+
+/* The same in float. */
+SYMGRAD_FN_INLINE float symgrad_maximumf(float a, float b) { return (b > a || isnan(b)) ? b : a; }
+
+/* The same in float. */
+SYMGRAD_FN_INLINE float symgrad_minimumf(float a, float b) { return (b < a || isnan(b)) ? b : a; }
+
+/* The same in float. */
+SYMGRAD_FN_INLINE float symgrad_fmaxf(float a, float b) { return (b > a || isnan(a)) ? b : a; }
+
+/* The same in float. */
+SYMGRAD_FN_INLINE float symgrad_fminf(float a, float b) { return (b < a || isnan(a)) ? b : a; }
+
 /* math.fsum: the exactly rounded sum of p[0..n) (Shewchuk's partials, as CPython's
  * fsum), in place; p[n..2n) holds a copy of the terms. An infinity gives itself, inf - inf
  * and NaN give NaN (where Python raises); where a partial sum overflows (Python raises

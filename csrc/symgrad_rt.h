@@ -463,8 +463,12 @@ SYMGRAD_VMATH1_235(SYMGRAD_PLAIN1) SYMGRAD_VMATH2_235(SYMGRAD_PLAIN2)
 /* symgrad_math.h's functions inlined into the lane loop that call vector maths there */
 #if defined(__x86_64__) && defined(__GLIBC__) && defined(_OPENMP) && !defined(SYMGRAD_NO_VECTOR_MATH)
 SYMGRAD_ONE1(symgrad_sech2)
+SYMGRAD_ONE2(symgrad_logaddexp)
+SYMGRAD_ONE2(symgrad_logaddexp2)
 #else
 SYMGRAD_PLAIN1(symgrad_sech2)
+SYMGRAD_PLAIN2(symgrad_logaddexp)
+SYMGRAD_PLAIN2(symgrad_logaddexp2)
 #endif
 
 #endif

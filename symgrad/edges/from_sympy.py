@@ -18,6 +18,7 @@ from sympy.codegen import cfunctions as cf
 
 from . import realfns as R
 from ..ir.nodes import is_const, is_neg
+from ..ir.ops import CONSTANTS, OPS
 from ..ir.program import Arg, Builder, Output, no_double
 
 
@@ -107,19 +108,12 @@ def _common(leaves, i):
     return stem if stem and all(n.startswith(stem) for n in names) else f"arg{i}"
 
 
-_FUNCS = {
-    sp.sin: "sin", sp.cos: "cos", sp.tan: "tan", sp.asin: "asin", sp.acos: "acos", sp.atan: "atan",
-    sp.sinh: "sinh", sp.cosh: "cosh", sp.tanh: "tanh", sp.asinh: "asinh", sp.acosh: "acosh",
-    sp.atanh: "atanh", sp.exp: "exp", sp.log: "log", sp.erf: "erf", sp.erfc: "erfc", sp.gamma: "gamma",
-    sp.loggamma: "lgamma", sp.Abs: "abs", sp.sign: "sign", sp.floor: "floor", sp.ceiling: "ceil",
-    sp.atan2: "atan2", cf.expm1: "expm1", cf.log1p: "log1p", cf.exp2: "exp2", cf.log2: "log2",
-    cf.log10: "log10", cf.Cbrt: "cbrt", cf.hypot: "hypot", R.Abs: "abs", R.Sign: "sign",
-    R.Floor: "floor", R.Ceiling: "ceil", R.Trunc: "trunc", R.Cbrt: "cbrt", R.copysign: "copysign",
-}
+# sympy function -> op, and the named constants, read off the op registry
+_READS = [(f, name, o.condition) for name, o in OPS.items() if o.reads for f in o.reads(sys.modules[__name__])]
+_FUNCS = {f: name for f, name, condition in _READS if not condition}
 _ARITHMETIC = (sp.Mul, sp.Add, sp.Pow)
-_RELATIONS = {sp.StrictLessThan: "lt", sp.LessThan: "le", sp.StrictGreaterThan: "gt",
-              sp.GreaterThan: "ge", sp.Equality: "eq", sp.Unequality: "ne"}
-_NAMED = {sp.pi: "pi", sp.E: "E", sp.EulerGamma: "EulerGamma"}
+_RELATIONS = {f: name for f, name, condition in _READS if condition}
+_NAMED = {form(sp): name for name, (_, form) in CONSTANTS.items()}
 
 
 def _number(e, b):
@@ -170,10 +164,10 @@ def _node(e, args, b):
         return b.node("not", *args)
     if f is ITE:  # if-then-else of conditions (sympy makes them of nested Piecewise conditions)
         return b.node("select", *args)
-    if f in (sp.Max, sp.Min):  # n-ary, as a chain of selects
+    if f in (sp.Max, sp.Min):  # n-ary, as a chain of numpy's maximum (minimum): the first at a tie
         acc = args[0]
         for a in args[1:]:
-            acc = b.node("select", b.node("gt" if f is sp.Max else "lt", a, acc), a, acc)
+            acc = b.node("maximum" if f is sp.Max else "minimum", acc, a)
         return acc
     if f is sp.Piecewise:
         acc = b.const(float("nan"))

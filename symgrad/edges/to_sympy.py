@@ -94,7 +94,7 @@ def _replaced(e, env):
 def power_of_select(select, exponent):
     """A select to a power, each branch to that power as numpy computes it (sympy's own
     Piecewise power makes 1/0.0 complex infinity, where IEEE gives inf)."""
-    return sp.Piecewise(*[(_pow(v, exponent), c) for v, c in select.args], evaluate=False)
+    return sp.Piecewise(*[(power(v, exponent), c) for v, c in select.args], evaluate=False)
 
 
 def expanded_size(e, size):
@@ -163,7 +163,7 @@ def node_expr(prog, node, operands):
 
 def _ieee(nodes, node, operands):
     """A division or a power, IEEE's at a zero (its sign: that of a constant second operand)."""
-    return _IEEE[op_name(node)](*operands, negative_zero=_negative_zero(nodes[node[2]]))
+    return OPS[op_name(node)](*operands, negative_zero=_negative_zero(nodes[node[2]]))
 
 
 def _atan2(nodes, node, operands):
@@ -191,14 +191,14 @@ def _number(node):
     return _NAMED[v]
 
 
-_NAMED = {"pi": sp.pi, "E": sp.E, "EulerGamma": sp.EulerGamma}
+_NAMED = {name: form(sp) for name, (_, form) in _registry.CONSTANTS.items()}
 
 
 def _negative_zero(node):
     return is_const(node) and node[1] == "f" and node[2].startswith("-0x0.0")
 
 
-def _div(a, b, negative_zero=False):
+def div(a, b, negative_zero=False):
     """a / b; by a zero, what IEEE gives: ±inf, or nan for 0/0 (sympy would say zoo)."""
     if b.is_zero and b.is_Number:
         inf = -sp.oo if negative_zero else sp.oo
@@ -208,7 +208,7 @@ def _div(a, b, negative_zero=False):
     return a / b
 
 
-def _pow(a, b, negative_zero=False):
+def power(a, b, negative_zero=False):
     """a ** b as numpy computes it: 0 to a negative power is inf, a non-integer power is a
     RealPow (NaN for a negative base, where sympy's Pow would be complex)."""
     if a.is_Number and a.is_zero and b.is_Number and b.is_extended_negative:
@@ -217,7 +217,6 @@ def _pow(a, b, negative_zero=False):
     return R.RealPow(a, b)  # a sympy power for an integer exponent
 
 
-_IEEE = {"div": _div, "pow": _pow}
 _SPECIAL = {"div": _ieee, "pow": _ieee, "atan2": _atan2, "copysign": _copysign}  # ops whose sympy form reads
 # its operands' nodes (None: the registry's form)
 
@@ -251,8 +250,7 @@ def boolean(c):
 # op -> sympy constructor on sympy arguments (each op's sympy form is in the registry)
 OPS = {name: form(sys.modules[__name__]) for name, form in _registry.SYMPY.items()}
 # ops whose sympy value of numbers may leave the reals: numpy's float64 value instead
-_FLOAT = ("asin", "acos", "acosh", "atanh", "log", "log1p", "log2", "log10", "sqrt", "gamma", "lgamma", "hypot",
-          "atan2")
+_FLOAT = frozenset(name for name, o in _registry.OPS.items() if o.real)
 
 
 def _apply(op, operands):

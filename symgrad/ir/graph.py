@@ -12,10 +12,11 @@ from fractions import Fraction
 
 from .fold import finite, fold, in_range
 from .program import Output, Program, const_key, const_value, index_vars
+from .ops import CONSTANTS
 
 LEAVES = ("const", "arg", "read")  # nodes with no operand nodes (a read's are its index)
 _MUL_SPECIAL = frozenset({"const", "div", "neg"})  # the operands Graph.mul may rewrite a product of
-_NAMED = {"pi": math.pi, "E": math.e, "EulerGamma": 0.5772156649015329}
+_NAMED = {name: v for name, (v, _) in CONSTANTS.items()}
 
 
 def number(node):

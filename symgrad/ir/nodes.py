@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from .ops import CALLS, LIBRARY, OPS
+from .ops import CALLS, LIBRARY, OPS, PICKS
 
 
 @dataclass(frozen=True)
@@ -123,6 +123,12 @@ def looped_argument(n):
 def is_select(n) -> bool:
     """``("select", condition, if_true, if_false)``."""
     return n[0] == "select"
+
+
+def is_pick(n) -> bool:
+    """A select or an op that picks one of its operands (maximum, minimum, fmax, fmin): their
+    chains (np.max) are printed link by link."""
+    return n[0] in PICKS
 
 
 def is_neg(n) -> bool:

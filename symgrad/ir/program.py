@@ -19,6 +19,8 @@ from fractions import Fraction
 
 import numpy as np
 
+from .ops import SWAPPED
+
 
 @dataclass(frozen=True)
 class Arg:
@@ -137,7 +139,7 @@ def index_vars(index, out=None):
 
 _BELOW = {"lt": "le", "le": "le", "gt": "gt", "ge": "gt"}  # x op c as x op' (the largest double below c)
 _IDENTITIES = frozenset({"mul", "div", "add", "sub"})  # ops with an identity Builder.node folds
-_FLIP = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq", "ne": "ne"}  # c op x is x op' c
+_FLIP = SWAPPED  # c op x is x op' c
 
 
 def no_double(node):

@@ -1,5 +1,5 @@
 """Program -> C expressions: which nodes become statements, and one printer that spells
-each node through the op table (ir/ops.py). No sympy.
+each node through the op table (ir/ops/). No sympy.
 
 ``lower`` decides, in one pass over the program, which nodes are printed inside the
 expression that uses them (a node used once, while that expression stays small; constants,
@@ -14,7 +14,8 @@ from fractions import Fraction
 import numpy as np
 
 from ..ir.graph import number
-from ..ir.nodes import is_additive, is_arg, is_atom, is_call, is_const, is_neg, is_pow, is_select, op_name, op_of
+from ..ir.nodes import is_additive, is_arg, is_atom, is_call, is_const, is_neg, is_pick, is_pow, is_select, op_name, op_of
+from ..ir.ops import CALLS, OPS
 from .target import VECTOR_FUNCTIONS
 
 
@@ -103,9 +104,9 @@ class Lowered:
         for n in nodes:
             if is_pow(n) and (_integer_power(nodes, n[2]) or 0) not in (0, 1, -1):
                 pinned.add(n[1])  # a base multiplied by itself: printed once
-            elif is_select(n):  # a chain of selects (np.max) nested into one expression
-                for j in n[2:]:     # would keep every condition alive to its end
-                    if is_select(nodes[j]):
+            elif is_pick(n):  # a chain of selects or picks (np.max) nested into one expression
+                for j in n[1:]:     # would keep every condition alive to its end
+                    if is_pick(nodes[j]):
                         pinned.add(j)
             elif links and is_additive(n):  # a running sum's links: statements, to roll
                 for j in n[1:]:

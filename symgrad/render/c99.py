@@ -11,6 +11,7 @@ headers, no allocation, no global state; K_batch is a plain loop over the per-po
 prints (printer.segment_lines); ``Emitter`` is the scaffolding, cuda.py derives from it."""
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -117,15 +118,18 @@ class Emitter:
         return lines
 
     def helpers(self, text):
-        return frozenset(n for n in _HELPERS if re.search(rf"\b{n}\(", text))
+        return frozenset(n for n in _helpers() if re.search(rf"\b{n}\(", text))
 
     def unit(self):
         body = "\n".join(self.segments() + self.point() + self.batch())
         return Unit(self.sched.name, "\n".join(self.doc() + self.prototypes()), body, self.helpers(body))
 
 
-_HELPERS = ("symgrad_polygamma", "symgrad_mod", "symgrad_modf", "symgrad_floordiv", "symgrad_floordivf",
-            "symgrad_sech2", "symgrad_sech2f", "symgrad_fsum", "symgrad_fsumf")
+@functools.lru_cache(maxsize=None)
+def _helpers():
+    """The functions csrc/symgrad_math.h defines (every portable helper an op's C spelling calls)."""
+    text = (csrc_dir() / "symgrad_math.h").read_text()
+    return tuple(re.findall(r"^SYMGRAD_FN(?:_INLINE)? \w+ (symgrad_\w+)\(", text, re.M))
 
 
 def render_c99(prog, name, target, options, title) -> Unit:

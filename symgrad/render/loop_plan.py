@@ -7,7 +7,7 @@ import math
 
 from ..errors import CompileError
 from ..ir.graph import Graph, number
-from ..ir.nodes import is_arg, is_atom, is_const, is_leaf, is_loop, is_neg, is_pow, is_read, is_select, is_sum, \
+from ..ir.nodes import is_arg, is_atom, is_const, is_leaf, is_loop, is_neg, is_pick, is_pow, is_read, is_select, is_sum, \
     calls_library, reads_data
 from .c import Printer, _integer_power
 from .indices import index_c
@@ -123,8 +123,8 @@ class LoopPlan:
         for n in nodes:
             if is_pow(n) and (_integer_power(nodes, n[2]) or 0) not in (0, 1, -1):
                 pinned.add(n[1])
-            if is_select(n):
-                pinned.update(j for j in n[2:] if is_select(nodes[j]))
+            if is_pick(n):  # a chain of selects or picks (np.max): each link a statement
+                pinned.update(j for j in n[1:] if is_pick(nodes[j]))
         inline, size = [False] * len(nodes), [0] * len(nodes)
         for i, n in enumerate(nodes):
             if is_atom(n):

@@ -9,12 +9,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, replace
 
-# C functions that a block's lane loop calls in vector variants (libmvec's, or inlined calls of
-# them), each with helpers symgrad_one_FN_W calling that variant for one lane (csrc/symgrad_rt.h:
-# SYMGRAD_VMATH* and the helpers after symgrad_math.h, the same lists)
-VECTOR_FUNCTIONS = frozenset(("sin", "cos", "exp", "log", "pow", "tan", "asin", "acos", "atan", "sinh", "cosh",
-                              "tanh", "asinh", "acosh", "atanh", "exp2", "expm1", "log2", "log10", "log1p", "cbrt",
-                              "erf", "erfc", "atan2", "hypot", "symgrad_sech2"))
+from ..ir.ops import VECTOR_FUNCTIONS  # (C functions with vector variants: the op registry's)
 
 # IEEE semantics: no -ffast-math; no FMA contraction, so every operation rounds as written
 # and results do not depend on vectorisation or thread count. The vector maths functions are
@@ -23,7 +18,7 @@ VECTOR_FUNCTIONS = frozenset(("sin", "cos", "exp", "log", "pow", "tan", "asin", 
 # pow(x, 0.5) into a square root (sqrt(-0.0) is -0.0, sqrt(-inf) NaN, where pow gives +0.0
 # and +inf) and pow(x, 2.0) into x*x in some loops and not in others.
 _CPU_FLAGS = ("-O3", "-fno-math-errno", "-ffp-contract=off",
-              *[f"-fno-builtin-{fn}{t}" for fn in sorted(VECTOR_FUNCTIONS - {"symgrad_sech2"}) for t in ("", "f")],
+              *[f"-fno-builtin-{fn}{t}" for fn in sorted(VECTOR_FUNCTIONS) if not fn.startswith("symgrad_") for t in ("", "f")],
               "-fPIC", "-shared", "-march=native")
 _SHARED = ("-shared",)
 

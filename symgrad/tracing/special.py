@@ -10,6 +10,7 @@ import sys
 import numpy as np
 
 from . import registry
+from ..ir.ops import SCIPY_NAMES
 from .ufuncs import as_array, holds_traced, numeric, result, scalar_of, traced, umath
 from .values import Value, apply, builder, where
 
@@ -55,9 +56,8 @@ def _ndtr(x):
     return 0.5 * apply("erfc", -x / math.sqrt(2.0))
 
 
-_ELEMENTS = {
-    "erf": _op("erf"), "erfc": _op("erfc"), "gamma": _op("gamma"), "gammaln": _op("lgamma"),
-    "expm1": _op("expm1"), "log1p": _op("log1p"), "exp2": _op("exp2"), "cbrt": _op("cbrt"),
+_ELEMENTS = {  # scipy.special's ufuncs that are ops (the registry's names), then the others
+    **{name: _op(op) for name, op in SCIPY_NAMES.items()},
     "exp10": lambda x: 10.0 ** x, "expit": _expit, "log_expit": _log_expit, "logit": _logit,
     "xlogy": _xlog("log", 0.0), "xlog1py": _xlog("log1p", -1.0), "ndtr": _ndtr,
 }

@@ -18,9 +18,9 @@ import numpy as np
 
 from . import names as ops
 from ..errors import ScalarUsedAsArray, TraceError
-from . import linalg, nanfuncs, numpy_fns, registry, unshaped  # noqa: F401  (they fill registry.TABLE)
+from . import linalg, nanfuncs, numpy_branches, numpy_fns, registry, unshaped  # noqa: F401  (fill registry.TABLE)
 from .lazy import LazyArray, Unrollable
-from .values import Condition, Value, apply, select_max, select_min, user_site
+from .values import Condition, Value, _plain, apply, user_site, where
 
 
 from .ufuncs import holds_traced, traced  # noqa: E402
@@ -145,6 +145,19 @@ def _minmax(original, pick):
             raise ValueError(f"{original.__name__}() arg is an empty sequence")
         return functools.reduce(pick, xs)
     return f
+
+
+def select_max(a, b):
+    """Python's max(a, b): b if b > a else a (the first at a tie, nan as Python has it: not
+    numpy's maximum, so a select, not that op); the one returned is the object given (an
+    np.int8 stays one)."""
+    c = _plain(b) > _plain(a)
+    return where(c, b, a) if isinstance(c, Condition) else (b if c else a)
+
+
+def select_min(a, b):
+    c = _plain(b) < _plain(a)
+    return where(c, b, a) if isinstance(c, Condition) else (b if c else a)
 
 
 def _pow(base, exp, mod=None):

@@ -24,26 +24,6 @@ def _element_op(op, ufunc):
     return element
 
 
-def _element_pick(pick, ufunc):
-    def element(a, b):
-        return pick(a, b) if traced((a, b)) else ufunc(a, b)
-    return element
-
-
-def _nan_pick(op, propagate):
-    """numpy's maximum/minimum (a NaN in either gives NaN) or fmax/fmin (a NaN is ignored):
-    b if b beats a, or if b (propagate) / a (ignore) is NaN, else a: the first at a tie."""
-    def pick(a, b):
-        nan = b if propagate else a
-        if isinstance(nan, (float, np.floating)) and math.isnan(nan):
-            return b
-        beats = apply(op, b, a) if not (isinstance(a, (float, np.floating)) and math.isnan(a)) else False
-        if isinstance(nan, Value):
-            beats = beats | apply("isnan", nan) if isinstance(beats, Condition) else apply("isnan", nan)
-        return where(beats, b, a)
-    return pick
-
-
 # numpy's ufuncs where user code cannot replace them (np.sum = ... leaves umath.add alone):
 # what symgrad's own traced forms call
 umath = getattr(getattr(np, "_core", None), "umath", None) or np.core.umath
@@ -56,13 +36,9 @@ def _ufunc_elements():
         u = getattr(np, name, None)
         if isinstance(u, np.ufunc):
             table[name] = _element_op(op, u)
-    table.update(maximum=_element_pick(_nan_pick("gt", True), np.maximum),
-                 fmax=_element_pick(_nan_pick("gt", False), np.fmax),
-                 minimum=_element_pick(_nan_pick("lt", True), np.minimum),
-                 fmin=_element_pick(_nan_pick("lt", False), np.fmin),
-                 square=lambda x: x * x, reciprocal=lambda x: 1.0 / x, positive=lambda x: x,
-                 clip=lambda x, lo, hi: table["minimum"](table["maximum"](x, lo), hi),
-                 heaviside=_heaviside, logaddexp=_logaddexp, logaddexp2=_logaddexp2,
+    table.update(square=lambda x: x * x, reciprocal=lambda x: 1.0 / x, positive=lambda x: x,
+                 clip=lambda x, lo, hi: table["minimum"](table["maximum"](x, lo), hi),  # as numpy's
+                 heaviside=_heaviside,
                  conjugate=lambda x: x)  # the values are real
     bools.numpy_bools(table, [n for n, op in ops.NUMPY.items() if op in ops.COMPARE + ops.LOGIC])
     # numpy's own ufuncs, as umath holds them (np.clip is a function; a np.sin replaced is not numpy's)
@@ -75,28 +51,6 @@ def _heaviside(x, h0):
     if not traced((x, h0)):
         return np.heaviside(x, h0)
     return where(apply("isnan", x), math.nan, where(x < 0, 0.0, where(x > 0, 1.0, h0)))
-
-
-def _logaddexp(a, b):
-    """log(exp(a) + exp(b)) without overflow, as numpy computes it; each side of the select is
-    smooth through a tie (so derivatives of every order hold there), infinities of one sign
-    give themselves."""
-    if not traced((a, b)):
-        return np.logaddexp(a, b)
-    return _log_add(a, b, "exp", lambda v: apply("log1p", v))
-
-
-def _logaddexp2(a, b):
-    if not traced((a, b)):
-        return np.logaddexp2(a, b)
-    return _log_add(a, b, "exp2", lambda v: apply("log1p", v) / math.log(2.0))
-
-
-def _log_add(a, b, exp, log1p):
-    def side(hi, lo):
-        return hi + log1p(apply(exp, lo - hi))
-    inf = apply("isinf", a) if isinstance(a, Value) else math.isinf(a)
-    return where((a == b) & inf, a, where(a > b, side(a, b), side(b, a)))
 
 
 registry.ELEMENTS.update(_ufunc_elements())

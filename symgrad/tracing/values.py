@@ -3,11 +3,7 @@ array of them (``TracedArray``). Every operation appends one node to the program
 recorded (program.Builder); nothing here knows sympy."""
 from __future__ import annotations
 
-import linecache
 import math
-import os
-import sys
-import threading
 from fractions import Fraction
 from types import SimpleNamespace
 
@@ -16,29 +12,9 @@ import numpy as np
 from . import names as ops
 from ..errors import TraceError
 from . import registry
+from .site import _SYMGRAD, UNREWRITTEN, Leaving, Poison, builder, keeps_values, leaves, state, user_site  # noqa: F401
 
-_SYMGRAD = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-state = threading.local()  # .builder: the program being recorded in this thread, if any
-UNREWRITTEN = {}  # code object -> why symgrad could not read its source (see rewrite.py)
 CASTS = SimpleNamespace()  # numpy's casts of traced values to int64 and bool: dtypes.py fills it (it imports this)
-
-
-def builder():
-    return getattr(state, "builder", None)
-
-
-def user_site():
-    """'func() in file, line N: `source`' for the innermost frame outside symgrad and numpy."""
-    f = sys._getframe(1)
-    while f is not None:
-        fn = f.f_code.co_filename
-        if not fn.startswith(_SYMGRAD) and f"{os.sep}numpy{os.sep}" not in fn:
-            src = linecache.getline(fn, f.f_lineno).strip()
-            why = UNREWRITTEN.get(f.f_code)
-            note = f" (symgrad could not read the source of {f.f_code.co_name}: {why})" if why else ""
-            return f"{f.f_code.co_name}() in {fn}, line {f.f_lineno}: `{src}`{note}"
-        f = f.f_back
-    return "an unknown place"
 
 
 _BIG = 2 ** 1023  # past it an int may have no double (float() decides)
@@ -123,9 +99,8 @@ def _is_nan(x):
 
 # Arithmetic of a traced value with a list, tuple or array is numpy's, elementwise (an entry
 # of a traced array behaves as numpy's scalars do).
-_UFUNCS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide, "pow": np.power,
-           "mod": np.mod, "floordiv": np.floor_divide, "lt": np.less, "le": np.less_equal, "gt": np.greater,
-           "ge": np.greater_equal, "eq": np.equal, "ne": np.not_equal}
+_UFUNCS = {op: getattr(np, ops.OPS[op].numpy[0]) for op in ("add", "sub", "mul", "div", "pow", "mod", "floordiv",
+                                                            *ops.SWAPPED)}
 
 
 def _sequence(other):
@@ -157,22 +132,6 @@ def _compare(op):
         if ref(self.b, other) is None:
             return NotImplemented
         return apply(op, self, other)
-    return f
-
-
-class Leaving(TraceError):
-    """A traced value asked to become a Python number (``what``: "float()", ...)."""
-
-    def __init__(self, message, what):
-        super().__init__(message)
-        self.what = what
-
-
-def _leaves(what, instead="Keep the value symbolic: use math/numpy functions on it, symgrad.where(cond, a, b) "
-            "for branches, an object array (dtype=object) instead of a float array to store it."):
-    def f(self, *a):
-        raise Leaving(f"{what} of a traced value at {user_site()}: the result would be a constant and its "
-                      f"derivative silently lost. {instead}", what)
     return f
 
 
@@ -227,12 +186,12 @@ class Value:
     def __ceil__(self):
         return apply("ceil", self)
 
-    __float__ = _leaves("float()")
-    __int__ = __index__ = _leaves("int()")
-    __complex__ = _leaves("complex()")
-    __format__ = _leaves("format() / f-string formatting")
-    __bool__ = _leaves("truth value (if/while/and/or)")
-    item = tolist = _leaves(".item() / .tolist()", "Use the value itself (`x[0]`, not `x[0].item()`): it is "
+    __float__ = leaves("float()")
+    __int__ = __index__ = leaves("int()")
+    __complex__ = leaves("complex()")
+    __format__ = leaves("format() / f-string formatting")
+    __bool__ = leaves("truth value (if/while/and/or)")
+    item = tolist = leaves(".item() / .tolist()", "Use the value itself (`x[0]`, not `x[0].item()`): it is "
                             "already a number that arithmetic, math and numpy functions take and a function returns.")
 
     def __array_ufunc__(self, ufunc, method, *args, **kw):
@@ -267,52 +226,6 @@ class Value:
         raise TraceError(f"~ of a traced number at {user_site()}: ~ of an integer is bitwise (-x - 1) and of a "
                          "float a TypeError, and symgrad, computing in double, cannot tell them apart; write -x - 1 "
                          "for an integer, or ~ of a comparison (logical not)")
-
-
-def keeps_values(dtype):
-    """Whether a cast of traced values to ``dtype`` keeps them as they are (float64, longdouble,
-    object: symgrad computes in double); a narrower float raises TraceError: the rounding it
-    would make inside the function is not traced."""
-    dt = np.dtype(dtype)
-    if dt.kind == "O" or (dt.kind == "f" and dt.itemsize >= 8):
-        return True
-    if dt.kind == "f":
-        raise TraceError(f"a cast of traced values to {dt} at {user_site()}: symgrad computes in double and "
-                         f"does not trace the rounding to {dt} inside the function; keep float64 there, and "
-                         f"compile with dtype='float32' for float32 arguments and results")
-    return False
-
-
-class Poison:
-    """A variable with no single value after an ``if`` on a traced condition (assigned in one
-    branch only, or to values of different kinds): any use of it raises, saying why."""
-
-    __slots__ = ("why",)
-
-    def __init__(self, why):
-        self.why = why
-
-    def fail(self, *a, **k):
-        raise TraceError(f"{self.why}; it is used at {user_site()}")
-
-    def returned(self, fn_name):
-        raise TraceError(f"{self.why}; {fn_name} returns it")
-
-    __bool__ = __float__ = __int__ = __index__ = __iter__ = __len__ = __call__ = fail
-    __getitem__ = __setitem__ = __neg__ = __pos__ = __abs__ = __array__ = __array_ufunc__ = fail
-    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = fail
-    __pow__ = __rpow__ = __mod__ = __rmod__ = __floordiv__ = __rfloordiv__ = __matmul__ = __rmatmul__ = fail
-    __lt__ = __le__ = __gt__ = __ge__ = __eq__ = __ne__ = __hash__ = fail
-
-    def __getattr__(self, name):
-        self.fail()
-
-    @property
-    def __class__(self):  # isinstance(p, str) asks this (isinstance(p, Poison) does not)
-        self.fail()
-
-    def __repr__(self):
-        return f"<no value: {self.why}>"
 
 
 class Condition:
@@ -452,18 +365,6 @@ def _plain(x):
     if isinstance(x, (np.generic, np.ndarray)) and x.ndim == 0 and x.dtype.kind in "biuf":
         return x.item()
     return x
-
-
-def select_max(a, b):
-    """Python's max(a, b): b if b > a else a (the first at a tie, nan as Python has it); the
-    one returned is the object given (an np.int8 stays one)."""
-    c = _plain(b) > _plain(a)
-    return where(c, b, a) if isinstance(c, Condition) else (b if c else a)
-
-
-def select_min(a, b):
-    c = _plain(b) < _plain(a)
-    return where(c, b, a) if isinstance(c, Condition) else (b if c else a)
 
 
 def _as_number(name):

@@ -37,6 +37,10 @@ REF = {
     "remainder": (lambda a, b: a - b * mpmath.nint(a / b), (5.3, 1.7)),
     "polygamma": (lambda m, x: mpmath.polygamma(int(m), x), (1, 2.7)),
     "fsum": (lambda a, b: a + b, (0.7, -1.3)),
+    "logaddexp": (lambda a, b: mpmath.log(mpmath.exp(a) + mpmath.exp(b)), (0.7, -1.3)),
+    "logaddexp2": (lambda a, b: mpmath.log(2 ** a + 2 ** b, 2), (0.7, -1.3)),
+    "maximum": (max, (0.7, -1.3)), "minimum": (min, (0.7, -1.3)), "fmax": (max, (-1.3, 0.7)),
+    "fmin": (min, (-1.3, 0.7)),
 }
 STEPS = [n for n, o in OPS.items() if o.step]
 

@@ -75,17 +75,26 @@ def test_every_package_is_installed():
 
 
 def test_every_op_has_its_forms():
-    """Each op of the registry has a value, a C spelling and a sympy form; the tracer's names
-    and symbolic.OPS come from it (nothing else spells an op)."""
+    """Each op of the registry has a value, a C spelling and a sympy form; the tracer's names,
+    the sympy edges' tables, the vector functions (test_render_flags: the header's lists) and the
+    reflected comparisons come from it (nothing else spells an op)."""
     from symgrad.tracing import names as tracer_names
-    from symgrad.edges import to_sympy as symbolic
-    from symgrad.ir import ops
-    assert set(ops.SYMPY) | {"pow", "div"} == set(ops.OPS)
-    assert set(symbolic.OPS) == set(ops.SYMPY)
+    from symgrad.edges import from_sympy, to_sympy as symbolic
+    from symgrad.ir import ops, program
+    from symgrad.render import target
+    assert set(ops.SYMPY) == set(ops.OPS) and all(ops.SYMPY.values())
+    assert set(symbolic.OPS) == set(ops.OPS)
     assert set(tracer_names.MATH.values()) | set(tracer_names.NUMPY.values()) <= set(ops.OPS)
+    assert tracer_names.MATH["fabs"] == "abs" and tracer_names.NUMPY["arctan2"] == "atan2"
+    assert set(from_sympy._FUNCS.values()) | set(from_sympy._RELATIONS.values()) <= set(ops.OPS)
+    assert {f.__name__ for f in from_sympy._FUNCS} >= {"sin", "Abs", "loggamma", "hypot", "expm1"}
     for name, op in ops.OPS.items():
         assert callable(op.value) and op.c, name
         assert (op.partials is None) == op.condition, name
+        assert op.vector is None or op.library, name  # a vector variant is a library call
+    assert target.VECTOR_FUNCTIONS is ops.VECTOR_FUNCTIONS
+    assert program._FLIP is ops.SWAPPED is tracer_names.SWAPPED
+    assert ops.SWAPPED == {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq", "ne": "ne"}
 
 
 def _literals(path):
