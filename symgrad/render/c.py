@@ -63,7 +63,7 @@ class _Out:
         self.name, self.shape, self.size, self.exprs = out.name, out.shape, out.size, tuple(exprs)
 
 
-def _integer_power(nodes, b):
+def integer_power(nodes, b):
     n = nodes[b]
     if not is_const(n):
         return None
@@ -102,7 +102,7 @@ class Lowered:
                 uses[r] += 1
         pinned = set()  # nodes that must be statements whatever their uses
         for n in nodes:
-            if is_pow(n) and (_integer_power(nodes, n[2]) or 0) not in (0, 1, -1):
+            if is_pow(n) and (integer_power(nodes, n[2]) or 0) not in (0, 1, -1):
                 pinned.add(n[1])  # a base multiplied by itself: printed once
             elif is_pick(n):  # a chain of selects or picks (np.max) nested into one expression
                 for j in n[1:]:     # would keep every condition alive to its end
@@ -148,7 +148,7 @@ class Lowered:
                 continue
             op = op_name(n)
             ops += 1
-            if is_call(n) or (is_pow(n) and _integer_power(nodes, n[2]) is None):
+            if is_call(n) or (is_pow(n) and integer_power(nodes, n[2]) is None):
                 calls += 1
             if len(n) == 3:
                 a, b = n[1], n[2]
@@ -244,7 +244,7 @@ class Printer:
     def doprint(self, e):
         return self._node(e.low, e.node, top=e.define)
 
-    def _operand(self, low, j):
+    def operand(self, low, j):
         if not low.inline[j]:
             return self.names[low.ref_of[j]]
         return self._node(low, j)
@@ -259,7 +259,7 @@ class Printer:
             return self.names[low.ref_of[i]]
         if is_pow(n):
             return self._pow(low, n[1], n[2])
-        a = [self._operand(low, j) for j in n[1:]]
+        a = [self.operand(low, j) for j in n[1:]]
         c = op_of(n).c
         if isinstance(c, str):
             return f"{c}({', '.join(a)})" if c in ("isnan", "isinf", "isfinite") else self.call(c, a)
@@ -269,8 +269,8 @@ class Printer:
         return c(a, self)
 
     def _pow(self, low, b, x):
-        base = self._operand(low, b)
-        k = _integer_power(low.nodes, x)
+        base = self.operand(low, b)
+        k = integer_power(low.nodes, x)
         if k is not None and abs(k) <= self.options.max_mul_pow:
             if k == 0:
                 return self.one()
@@ -280,7 +280,7 @@ class Printer:
         if isinstance(v, Fraction) and v.denominator == 2 and abs(v.numerator) <= self.options.max_mul_pow:
             s = self._ipow(f"sqrt{self.suffix}({base})", abs(v.numerator))
             return s if v > 0 else f"({self.one()}/{s})"
-        return self.call("pow", [base, self._operand(low, x)])
+        return self.call("pow", [base, self.operand(low, x)])
 
     def _ipow(self, base, n):
         return ipow(base, n)

@@ -9,7 +9,7 @@ from ..errors import CompileError
 from ..ir.graph import Graph, number
 from ..ir.nodes import is_arg, is_atom, is_const, is_leaf, is_loop, is_neg, is_pick, is_pow, is_read, is_select, is_sum, \
     calls_library, reads_data
-from .c import Printer, _integer_power
+from .c import Printer, integer_power
 from .indices import index_c
 from .schedule import cname
 
@@ -35,9 +35,9 @@ class _LoopPrinter(Printer):
             zero = [is_const(low.nodes[j]) and number(low.nodes[j]) == 0 and
                     math.copysign(1, number(low.nodes[j])) > 0 for j in n[2:]]
             if zero[1] != zero[0]:
-                c = self._operand(low, n[1])
+                c = self.operand(low, n[1])
                 return f"symgrad_keep{self.suffix}({c if zero[1] else '!(' + c + ')'}, " \
-                       f"{self._operand(low, n[3] if zero[0] else n[2])})"
+                       f"{self.operand(low, n[3] if zero[0] else n[2])})"
         return super()._node(low, i, top)
 
 
@@ -121,7 +121,7 @@ class LoopPlan:
                 use(w, loops or None)
         pinned = set()
         for n in nodes:
-            if is_pow(n) and (_integer_power(nodes, n[2]) or 0) not in (0, 1, -1):
+            if is_pow(n) and (integer_power(nodes, n[2]) or 0) not in (0, 1, -1):
                 pinned.add(n[1])
             if is_pick(n):  # a chain of selects or picks (np.max): each link a statement
                 pinned.update(j for j in n[1:] if is_pick(nodes[j]))
@@ -162,7 +162,7 @@ class LoopPlan:
 
     def p(self, i):
         """Node ``i`` where it is used."""
-        return self.printer._operand(self.view, i)
+        return self.printer.operand(self.view, i)
 
     def define(self, i, indent):
         """The statement that computes named node ``i``."""

@@ -17,10 +17,10 @@ from ..signature import TRACED, call_arguments, traced_params
 from . import affine, lazy, lazy_numpy, overlay, pieces  # noqa: F401  (they fill registry.LAZY)
 from .lazy import Unrollable
 from .rewrite import intercept
+from .site import SYMGRAD_DIR
 from .values import Condition, Poison, TracedArray, Value, state, where
 
 __all__ = ["trace", "where", "TraceError"]
-_SYMGRAD = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def trace(fn, shapes=None, prefix=(), spec=(), consts=None, loop_min=0, dtype="float64"):
@@ -179,7 +179,7 @@ def _array_hint(error, args):
     tb, site = error.__traceback__, "an unknown place"
     while tb is not None:
         code = tb.tb_frame.f_code
-        if not code.co_filename.startswith(_SYMGRAD) and f"{os.sep}numpy{os.sep}" not in code.co_filename:
+        if not code.co_filename.startswith(SYMGRAD_DIR) and f"{os.sep}numpy{os.sep}" not in code.co_filename:
             src = linecache.getline(code.co_filename, tb.tb_lineno).strip()
             site = f"{code.co_name}() in {code.co_filename}, line {tb.tb_lineno}: `{src}`"
         tb = tb.tb_next

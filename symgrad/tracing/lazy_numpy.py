@@ -51,7 +51,7 @@ def _dot(a, b, out=None):
     return contract(a, b, dtypes.dot_from_zero(np.shape(a), np.shape(b)))
 
 
-def _where(condition, x=None, y=None):
+def lazy_where(condition, x=None, y=None):
     if x is None:
         raise Unrollable(f"numpy.where(cond) (the indices) of a large array at {user_site()}")
     return elementwise(select, (condition, x, y))
@@ -96,7 +96,7 @@ def _reshape_fn(a, shape=None, order="C", *, newshape=None, copy=None):
 
 
 registry.LAZY.update({f: registry.like(f, impl) for f, impl in (
-    (np.sum, reduce_sum), (np.mean, _mean), (np.dot, _dot), (np.where, _where), (np.var, _var), (np.std, _std),
+    (np.sum, reduce_sum), (np.mean, _mean), (np.dot, _dot), (np.where, lazy_where), (np.var, _var), (np.std, _std),
     (np.linalg.norm, _norm), (np.reshape, _reshape_fn),
     (np.ravel, lambda a, order="C": reshape(a, (-1,), order)),
     (np.transpose, lambda a, axes=None: transpose(a, axes)),

@@ -11,8 +11,8 @@ import numpy as np
 from ..errors import TraceError
 from .lazy import LazyArray, Unrollable
 from .registry import register
-from .ufuncs import _frompyfunc, as_array, elementwise, holds_traced, numeric, obj, refusing, result, traced
-from .values import Condition, TracedArray, Value, _plain, apply, user_site, where
+from .ufuncs import element_ufunc, as_array, elementwise, holds_traced, numeric, obj, refusing, result, traced
+from .values import Condition, TracedArray, Value, as_number, apply, user_site, where
 
 MAX_DIRECT = 1  # det, inv, solve, slogdet: LU with partial pivoting beyond this size (closed forms of
 # 4x4 lost most digits of ill-conditioned systems, and overflowed at entries of 1e150)
@@ -53,9 +53,9 @@ def _lu(m, rhs):
     n = len(m)
     a, r, kept = [list(row) for row in m], [list(row) for row in rhs], []
     for k in range(n):
-        best, better = _plain(abs(a[k][k])), []
+        best, better = as_number(abs(a[k][k])), []
         for i in range(k + 1, n):  # the scan: is row i larger than every row before it?
-            v = _plain(abs(a[i][k]))
+            v = as_number(abs(a[i][k]))
             c = v > best
             better.append(c)
             best = where(c, v, best)
@@ -68,7 +68,7 @@ def _lu(m, rhs):
         for i in range(k + 1, n):
             pivot = [where(chosen[i], x, p) for x, p in zip(a[i][k:], pivot)]
             prhs = [where(chosen[i], x, p) for x, p in zip(r[i], prhs)]
-        p = _plain(pivot[0])  # a zero pivot (a column of zeros): no elimination, as getrf skips it
+        p = as_number(pivot[0])  # a zero pivot (a column of zeros): no elimination, as getrf skips it
         divisor = where(p == 0, 1.0, p) if isinstance(p == 0, Condition) else (1.0 if p == 0 else p)
         for i in range(k + 1, n):  # the pivot's old row k moves to where the pivot was
             row = [where(chosen[i], x, y) for x, y in zip(a[k][k:], a[i][k:])]
@@ -82,7 +82,7 @@ def _lu(m, rhs):
 
 def _nonzero(u):
     """``u``, a divisor: a constant 0 (singular whatever the traced entries) raises as numpy does."""
-    if isinstance(_plain(u), (int, float)) and _plain(u) == 0:
+    if isinstance(as_number(u), (int, float)) and as_number(u) == 0:
         raise np.linalg.LinAlgError("Singular matrix")
     return u
 
@@ -146,8 +146,8 @@ def _slogdet(m):
     signs, diag = _lu_det(m)
     sign, logabs = 1.0, 0.0
     for s, u in zip(signs, diag):
-        sign = sign * s * elementwise(_frompyfunc(np.sign), (u,))
-        logabs = logabs + elementwise(_frompyfunc(np.log), (elementwise(_frompyfunc(np.absolute), (u,)),))
+        sign = sign * s * elementwise(element_ufunc(np.sign), (u,))
+        logabs = logabs + elementwise(element_ufunc(np.log), (elementwise(element_ufunc(np.absolute), (u,)),))
     return where(sign == 0, 0.0, sign), logabs  # (0, not -0, for a singular matrix: numpy's)
 
 
@@ -156,7 +156,7 @@ def _det_any(m):
     if len(m) <= MAX_DIRECT:
         return m[0][0] if m else 1.0
     sign, logabs = _slogdet(m)
-    return sign * elementwise(_frompyfunc(np.exp), (logabs,))
+    return sign * elementwise(element_ufunc(np.exp), (logabs,))
 
 
 @register(np, "linalg.det")
@@ -215,8 +215,8 @@ def _linalg_slogdet(a):
         return np.linalg._linalg.SlogdetResult(sign, logabs) \
             if hasattr(np.linalg, "_linalg") and hasattr(np.linalg._linalg, "SlogdetResult") else (sign, logabs)
     d = _linalg_det(a)
-    sign = elementwise(_frompyfunc(np.sign), (d,))
-    logabs = elementwise(_frompyfunc(np.log), (elementwise(_frompyfunc(np.absolute), (d,)),))
+    sign = elementwise(element_ufunc(np.sign), (d,))
+    logabs = elementwise(element_ufunc(np.log), (elementwise(element_ufunc(np.absolute), (d,)),))
     return np.linalg._linalg.SlogdetResult(result(sign), result(logabs)) \
         if hasattr(np.linalg, "_linalg") and hasattr(np.linalg._linalg, "SlogdetResult") else (sign, logabs)
 
@@ -226,7 +226,7 @@ def _linalg_norm(x, ord=None, axis=None, keepdims=False):
     if not holds_traced([x]):
         return np.linalg.norm(numeric(x), ord, axis, keepdims)
     x = as_array(x) if isinstance(x, (list, tuple, Value, Condition)) else x
-    absolute = lambda v: elementwise(_frompyfunc(np.absolute), (v,))  # noqa: E731
+    absolute = lambda v: elementwise(element_ufunc(np.absolute), (v,))  # noqa: E731
     matrix = (axis is None and x.ndim == 2 and ord is not None) or (isinstance(axis, tuple) and len(axis) == 2)
     if matrix:
         axes = axis if axis is not None else (0, 1)

@@ -11,7 +11,7 @@ import numpy as np
 from ..errors import TraceError
 from . import lazy_numpy
 from .registry import HOOKS, register
-from .ufuncs import _frompyfunc, as_array, each, elementwise, holds_traced, numeric, obj, result, traced
+from .ufuncs import element_ufunc, as_array, each, elementwise, holds_traced, numeric, obj, result, traced
 from .lazy import LazyArray, Unrollable
 from .values import Condition, TracedArray, apply, builder, keeps_values, user_site, where
 
@@ -26,7 +26,7 @@ def _npwhere(condition, *xy):
                              "np.where(cond, x, y)")
         c, x, y = obj(condition), obj(xy[0]), obj(xy[1])
         if any(isinstance(v, LazyArray) for v in (c, x, y)):
-            return lazy_numpy._where(c, x, y)
+            return lazy_numpy.lazy_where(c, x, y)
         if any(isinstance(v, np.ndarray) for v in (c, x, y)):
             return result(elementwise(lazy_numpy.NP_WHERE, (c, x, y)))
         return result(lazy_numpy.np_where(c, x, y))
@@ -40,8 +40,8 @@ def _npclip(b):
     a, lo, hi = args["a"], given("a_min", "min"), given("a_max", "max")
     if not holds_traced([a, lo, hi]) or args.get("out") is not None or args.get("kwargs"):
         return np.clip(*b.args, **b.kwargs)
-    r = a if lo is None else elementwise(_frompyfunc(np.maximum), (obj(a), lo))
-    return result(r if hi is None else elementwise(_frompyfunc(np.minimum), (r, hi)))
+    r = a if lo is None else elementwise(element_ufunc(np.maximum), (obj(a), lo))
+    return result(r if hi is None else elementwise(element_ufunc(np.minimum), (r, hi)))
 
 
 @register(np, "select")

@@ -23,7 +23,7 @@ import numpy as np
 from ..errors import TraceError
 from .overlay import MISSING, OPAQUE_TYPES, PLAIN_TYPES, TRACED_TYPES, WATCH
 from .usercode import is_user_code
-from .values import _SYMGRAD, state, user_site
+from .values import SYMGRAD_DIR, state, user_site
 
 # -- ---------------------------------------------------------
 MADE = set()  # the code objects the rewriter made (rewrite.py): they consult it
@@ -39,7 +39,7 @@ _REFLECTIVE = frozenset({"__dict__", "vars", "getattr", "__getattribute__", "__g
 def _watched(frame):
     code = frame.f_code
     fn = code.co_filename
-    if code in MADE or fn.startswith(_SYMGRAD) or fn.startswith("<frozen"):
+    if code in MADE or fn.startswith(SYMGRAD_DIR) or fn.startswith("<frozen"):
         return None
     if not fn.startswith("<") and not is_user_code(frame.f_globals.get("__name__"), fn):
         return None  # (library code: refused where rewritten code hands it such an object, see guard)
@@ -81,7 +81,7 @@ def watch(frame, event, arg):
 
 def _site(f):
     """user_site() from frame ``f`` out."""
-    while f is not None and f.f_code.co_filename.startswith(_SYMGRAD):
+    while f is not None and f.f_code.co_filename.startswith(SYMGRAD_DIR):
         f = f.f_back
     if f is None:
         return "an unknown place"

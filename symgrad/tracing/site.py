@@ -13,7 +13,7 @@ import numpy as np
 
 from ..errors import TraceError
 
-_SYMGRAD = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SYMGRAD_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 state = threading.local()  # .builder: the program being recorded in this thread, if any
 UNREWRITTEN = {}  # code object -> why symgrad could not read its source (see rewrite.py)
 def builder():
@@ -25,7 +25,7 @@ def user_site():
     f = sys._getframe(1)
     while f is not None:
         fn = f.f_code.co_filename
-        if not fn.startswith(_SYMGRAD) and f"{os.sep}numpy{os.sep}" not in fn:
+        if not fn.startswith(SYMGRAD_DIR) and f"{os.sep}numpy{os.sep}" not in fn:
             src = linecache.getline(fn, f.f_lineno).strip()
             why = UNREWRITTEN.get(f.f_code)
             note = f" (symgrad could not read the source of {f.f_code.co_name}: {why})" if why else ""

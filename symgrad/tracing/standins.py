@@ -20,7 +20,7 @@ from . import names as ops
 from ..errors import ScalarUsedAsArray, TraceError
 from . import linalg, nanfuncs, numpy_branches, numpy_fns, registry, unshaped  # noqa: F401  (fill registry.TABLE)
 from .lazy import LazyArray, Unrollable
-from .values import Condition, Value, _plain, apply, user_site, where
+from .values import Condition, Value, as_number, apply, user_site, where
 
 
 from .ufuncs import holds_traced, traced  # noqa: E402
@@ -151,12 +151,12 @@ def select_max(a, b):
     """Python's max(a, b): b if b > a else a (the first at a tie, nan as Python has it: not
     numpy's maximum, so a select, not that op); the one returned is the object given (an
     np.int8 stays one)."""
-    c = _plain(b) > _plain(a)
+    c = as_number(b) > as_number(a)
     return where(c, b, a) if isinstance(c, Condition) else (b if c else a)
 
 
 def select_min(a, b):
-    c = _plain(b) < _plain(a)
+    c = as_number(b) < as_number(a)
     return where(c, b, a) if isinstance(c, Condition) else (b if c else a)
 
 

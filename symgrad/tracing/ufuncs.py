@@ -57,7 +57,7 @@ registry.ELEMENTS.update(_ufunc_elements())
 _FROMPY = {}
 
 
-def _frompyfunc(ufunc):
+def element_ufunc(ufunc):
     """The object-array ufunc of a traced ufunc's function of elements."""
     f = _FROMPY.get(ufunc)
     if f is None:
@@ -67,7 +67,7 @@ def _frompyfunc(ufunc):
     return f
 
 
-_PYFUNC = {values._WHERE: lazy_numpy.select}  # our frompyfuncs -> their functions of elements (for lazy.py)
+_PYFUNC = {values.WHERE: lazy_numpy.select}  # our frompyfuncs -> their functions of elements (for lazy.py)
 
 
 def _boxed(a):
@@ -132,13 +132,13 @@ def array_ufunc(ufunc, method, inputs, kw):
             raise TraceError(f"{name}(..., {', '.join(kw) or 'where'}=...) on traced values at "
                              f"{user_site()} is not supported")
         fast = ufunc is umath.power and dtypes.exponent_stride_zero(*plain)  # numpy's sqrt for x ** 0.5
-        res = elementwise(dtypes.FAST_POWER if fast else _frompyfunc(ufunc), plain)
+        res = elementwise(dtypes.FAST_POWER if fast else element_ufunc(ufunc), plain)
         if not isinstance(res, np.ndarray) and any(isinstance(x, np.ndarray) for x in plain):
             res = as_array(res)  # of 0-d arrays a 0-d array (numpy's code asks it for .dtype, out=...)
     elif method == "reduce":
         res = _reduce(ufunc, plain[0], **kw)
     else:
-        res = getattr(_frompyfunc(ufunc), method)(*plain, **kw)
+        res = getattr(element_ufunc(ufunc), method)(*plain, **kw)
     if after is not None:
         res = dtypes.each_entry(after, res)
     if out is not None:  # numpy's own code (np.mean) writing into an object array: fine
@@ -156,7 +156,7 @@ def _reduce(ufunc, arr, axis=0, dtype=None, keepdims=False, initial=np._NoValue,
     if where is not True or dtype is not None:  # (a float64 dtype was taken out: array_ufunc)
         raise TraceError(f"{ufunc_name(ufunc)}.reduce(..., {'where' if where is not True else 'dtype'}=...) "
                          f"on traced values at {user_site()} is not supported")
-    pyfunc = _frompyfunc(ufunc)
+    pyfunc = element_ufunc(ufunc)
     arr = np.asarray(arr, dtype=object)
     if ufunc in (umath.add, umath.multiply):
         arr = dtypes.counted(arr)  # a sum of bools is numpy's count (int), not their logical or

@@ -12,7 +12,7 @@ import numpy as np
 from . import names as ops
 from ..errors import TraceError
 from . import registry
-from .site import _SYMGRAD, UNREWRITTEN, Leaving, Poison, builder, keeps_values, leaves, state, user_site  # noqa: F401
+from .site import SYMGRAD_DIR, UNREWRITTEN, Leaving, Poison, builder, keeps_values, leaves, state, user_site  # noqa: F401
 
 CASTS = SimpleNamespace()  # numpy's casts of traced values to int64 and bool: dtypes.py fills it (it imports this)
 
@@ -350,16 +350,16 @@ ARRAYS = (np.ndarray,)  # and lazy.LazyArray, added there
 def where(cond, a, b):
     """Traced select: ``a`` where ``cond`` holds, else ``b``; elementwise on arrays."""
     if isinstance(cond, ARRAYS) or isinstance(a, ARRAYS) or isinstance(b, ARRAYS):
-        return registry.HOOKS.elementwise(_WHERE, (cond, a, b))
+        return registry.HOOKS.elementwise(WHERE, (cond, a, b))
     if not isinstance(cond, Condition):
         return a if cond else b
     return apply("select", cond, a, b)
 
 
-_WHERE = np.frompyfunc(where, 3, 1)
+WHERE = np.frompyfunc(where, 3, 1)
 
 
-def _plain(x):
+def as_number(x):
     """A numpy scalar or 0-d array as the Python number it holds, for a comparison (numpy's
     comparison with a traced value is an array of one object, not a condition)."""
     if isinstance(x, (np.generic, np.ndarray)) and x.ndim == 0 and x.dtype.kind in "biuf":

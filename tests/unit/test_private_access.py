@@ -1,10 +1,10 @@
-"""No part of symgrad reads or writes another part's private names: an attribute ``x._name`` (one
-leading underscore, not a dunder) where ``x`` is not ``self``/``cls`` is allowed only where
-``_name`` is defined in the same part (a def, a class, an assignment, ``self._name =``). A part
-is a subpackage (symgrad/tracing/: its modules were split from one another and share their
-helpers) or a top-level module (function.py, __init__.py, options.py: each a layer of its own).
+"""No module of symgrad reads or writes another module's private names: an attribute
+``x._name`` (one leading underscore, not a dunder) where ``x`` is not ``self``/``cls`` is
+allowed only where ``_name`` is defined in the same module (a def, a class, an assignment,
+``self._name =``), and ``from m import _name`` of a name module ``m`` defines is refused.
 Private names of other libraries (numpy's np._NoValue, sys._getframe) are theirs: only names
-that some symgrad module defines count. ALLOWED holds the few exceptions, each with why."""
+that some symgrad module defines count; the compiled module ``_native`` is a module, not a
+name. ALLOWED holds the few exceptions, each with why."""
 import ast
 import pathlib
 
@@ -49,9 +49,16 @@ def accesses(tree, own, ours):
 
 
 def part(path):
-    """The subpackage of module ``path`` ("symgrad/tracing"), or the module itself at the top."""
-    parent = str(pathlib.PurePosixPath(path).parent)
-    return path if parent in ("symgrad", ".") else parent
+    """The unit whose private names are its own: the module itself."""
+    return path
+
+
+def private_imports(tree, ours):
+    """(line, name) of each ``from <a symgrad module> import _name`` of a private name some module
+    of symgrad defines (stdlib's ``from importlib import _bootstrap`` is the stdlib's)."""
+    return [(node.lineno, alias.name) for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+            and (node.level or (node.module or "").split(".")[0] == "symgrad") for alias in node.names
+            if _private(alias.name) and alias.name in ours and alias.name != "_native"]
 
 
 def violations(files):
@@ -65,6 +72,8 @@ def violations(files):
     for path, tree in trees.items():
         for line, expr in accesses(tree, own[part(path)], ours):
             found.setdefault((path, expr.rsplit(".", 1)[1]), []).append(line)
+        for line, name in private_imports(tree, ours):
+            found.setdefault((path, name), []).append(line)
     return found
 
 
@@ -80,18 +89,19 @@ def test_the_allow_list_is_short_and_used():
     assert set(ALLOWED) <= set(violations(files))  # an exception no longer needed is dropped
 
 
-def test_the_scanner_finds_a_planted_read_and_a_planted_write():
+def test_the_scanner_finds_a_planted_read_a_planted_write_and_a_planted_import():
     files = {
         "symgrad/tracing/c.py": "def _helper():\n    return 1\n",
-        "symgrad/tracing/d.py": "from . import c\ndef g():\n    return c._helper()\n",  # one part: allowed
         "a.py": "class Thing:\n    def __init__(self):\n        self._secret = 1\n    def peek(self, other):\n"
                 "        return other._secret\n",  # its own module's name: allowed
         "b.py": "import np\ndef f(thing):\n    thing._cache = 2\n    return thing._secret + np._NoValue\n",
     }
     assert violations(files) == {("b.py", "_secret"): [4]}
-    files["symgrad/e/f.py"] = "from ..tracing import c\nx = c._helper()\n"  # another part: refused
-    assert violations(files) == {("b.py", "_secret"): [4], ("symgrad/e/f.py", "_helper"): [2]}
-    del files["symgrad/e/f.py"]
+    files["symgrad/tracing/d.py"] = "from . import c\ndef g():\n    return c._helper()\n"  # a module beside it
+    assert violations(files) == {("b.py", "_secret"): [4], ("symgrad/tracing/d.py", "_helper"): [3]}
+    files["symgrad/tracing/d.py"] = "from .c import _helper\nfrom . import _native\n"  # imported by name
+    assert violations(files) == {("b.py", "_secret"): [4], ("symgrad/tracing/d.py", "_helper"): [1]}
+    del files["symgrad/tracing/d.py"]
     files["a.py"] += "def g(t):\n    return t._cache\n"  # _cache: defined in b.py only by a write from outside
     assert violations(files) == {("b.py", "_secret"): [4]}
     files["c.py"] = "_cache = None\n"
