@@ -68,7 +68,7 @@ class Options:
     # The arithmetic of float32 kernels: "double" (every operation in double, each result
     # rounded to float once: the float64 result rounded, no intermediate overflow below
     # 1.8e308) or "float" (every operation in float: faster, but an intermediate past
-    # 3.4e38 overflows, see README: Batches).
+    # 3.4e38 overflows, see docs/guide.md).
     float32_math: str = "double"
     # Arrays of at least this many entries (arguments, closed-over numeric data, what numpy
     # computes of them) stay loops where the operations on them allow (tracing/lazy.py):

@@ -166,7 +166,7 @@ def _check_compiler(context=""):
     if not cc or shutil.which(cc[0]) is None:
         raise CompileError(f"{context}no C compiler: {cc[0] if cc else ''!r} is not on PATH (set CC to a C "
                            "compiler, e.g. CC=gcc, or install one: apt-get install gcc; or fill the cache "
-                           "where a compiler is, see README: sharing the cache)")
+                           "where a compiler is, see docs/cache.md, 'Sharing')")
 
 
 def _io_failure(message):

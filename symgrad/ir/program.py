@@ -5,7 +5,7 @@ argument ``a``, ``("const", tag, payload)`` an exact number, every other op name
 operation (see ops.py) on earlier nodes, by index (nodes.py: the structural ops' layouts and
 what the rest of symgrad asks of a node). Identical nodes are shared (value
 numbering), so the program is a DAG. Its hash is the cache key of everything compiled
-from it; sympy sees it only on a cache miss (symbolic.py)."""
+from it; sympy sees it only on a cache miss (edges/to_sympy.py)."""
 from __future__ import annotations
 
 import hashlib

@@ -318,7 +318,7 @@ def _untraced(f):
             msg = (f"{name} of traced values at {user_site()}: symgrad has no traced form of it, and "
                    f"{name.split('.')[0]}'s own code cannot compute it on traced values ({why}), so symgrad cannot "
                    "differentiate it. Write it with what symgrad traces (numpy's ufuncs, np.sum, np.dot, np.where, "
-                   "np.linalg.solve ...: README, 'What traces')" + (f"; {instead}" if instead else ""))
+                   "np.linalg.solve ...: docs/tracing.md)" + (f"; {instead}" if instead else ""))
             raise _kind(type(e))(msg) from None
     _GUARDS[key] = (f, guard)
     return guard

@@ -5,7 +5,7 @@ differentiated as any op: its partial by what its body reads is the sum of the b
 partial (body_partials), and a gradient by an argument the loops read is a scatter of the
 body's partials by its reads.
 
-Each node's local partials come from its op's rule (ir/ops.py); an adjoint times a partial is
+Each node's local partials come from its op's rule (ir/ops/); an adjoint times a partial is
 guards.times (a select with a 0 branch keeps its 0 where the other factor is NaN or inf)."""
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ that compute exactly the entries of a pattern.
 
 A Jacobian entry d y_r / d x_c is structurally non-zero where y_r depends on x_c through
 operations whose partial by that operand is not identically zero (each op's own rule,
-ir/ops.py: floor, sign and comparisons pass nothing on). A Hessian entry (i, j) is where a
+ir/ops/: floor, sign and comparisons pass nothing on). A Hessian entry (i, j) is where a
 node with a non-zero adjoint has a non-zero second partial by two operands that depend on
 x_i and x_j ("nonlinear interaction": the Hessian is the sum over nodes t of adjoint(t) times
 t's second partials times the gradients of its operands). The pattern is structural: it holds
