@@ -123,9 +123,9 @@ class Function(Callable):
         (documented declarations, definitions) of the kernel named ``name`` (default c_name).
         Standalone source has no loops: where arrays stayed loops, it is printed from the
         function traced again element by element, with a warning naming the data it then holds."""
-        from .render import pick
-        if target not in ("c99", "cuda"):
-            raise ValueError(f"target must be 'c99' or 'cuda', got {target!r}")
+        from .render import EMITTERS, emit, pick
+        if target not in EMITTERS:
+            raise ValueError(f"target must be {' or '.join(map(repr, EMITTERS))}, got {target!r}")
         if self.loops:
             def elementwise():
                 held = sum(d.size for d in self.traced.data)
@@ -134,10 +134,6 @@ class Function(Callable):
                        "standalone source has no loops, so its array operations are printed entry by entry")
                 return self._remake(self.source.unrolled(self.name, self._what, why))
             return self._once("elementwise", elementwise).standalone(target, name)
-        if target == "cuda":
-            from .render.cuda import render_cuda as emit
-        else:
-            from .render.c99 import render_c99 as emit
         return emit(self.optimized(), name or self.c_name, pick(target, self.dtype, self.options), self.options,
                     self.title)
 

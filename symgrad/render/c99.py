@@ -132,7 +132,8 @@ def _helpers():
     return tuple(re.findall(r"^SYMGRAD_FN(?:_INLINE)? \w+ (symgrad_\w+)\(", text, re.M))
 
 
-def render_c99(prog, name, target, options, title) -> Unit:
+def emit(prog, name, target, options, title) -> Unit:
+    """Standalone C99 of ``prog``: the kernel ``name``'s documented declarations and definitions."""
     return Emitter(prog, name, target, options, title).unit()
 
 

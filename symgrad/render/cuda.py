@@ -33,7 +33,8 @@ class CUDAEmitter(Emitter):
                 f'extern "C" __global__ void {self.target.entry(s.name, "kernel")}(int64_t n, {plain});']
 
 
-def render_cuda(prog, name, target, options, title) -> Unit:
+def emit(prog, name, target, options, title) -> Unit:
+    """CUDA of ``prog``: a __device__ function per point and a __global__ kernel per batch."""
     return CUDAEmitter(prog, name, target, options, title).unit()
 
 
