@@ -261,6 +261,29 @@ Atanh = _domain_function("Atanh", sp.atanh, lambda x: abs(x) < 1, "arctanh")
 Tanh = sp.tanh  # real for every real argument as it is
 
 
+class LogAddExp(RealFunction):
+    """numpy's logaddexp, log(exp(a) + exp(b)) without overflow: kept as itself in ``.expr``
+    (its textbook form overflows at a = 1000, and from_sympy reads this back as the op); at
+    numbers numpy's value."""
+
+    nargs = 2
+    base = sp.E
+
+    @classmethod
+    def _number(cls, a, b):
+        return _float_value("logaddexp" if cls.base is sp.E else "logaddexp2", a, b)
+
+    def fdiff(self, argindex=1):
+        a, b = self.args if argindex == 1 else self.args[::-1]
+        return 1 / (1 + self.base ** (b - a))
+
+
+class LogAddExp2(LogAddExp):
+    """numpy's logaddexp2, log2(2**a + 2**b) without overflow."""
+
+    base = sp.Integer(2)
+
+
 def Sech2(x):
     """1/cosh(x)**2, the derivative of tanh."""
     return 1 / sp.cosh(x) ** 2

@@ -157,3 +157,35 @@ def test_registry_entries_of_the_new_ops():
         assert "NaN" in OPS[name].nan and OPS[name].numpy == (name,)
     assert OPS["logaddexp"].vector == "symgrad_logaddexp" and OPS["logaddexp"].library
     assert not OPS["maximum"].library and OPS["maximum"].pick
+
+
+@pytest.mark.parametrize("name, base", [("logaddexp", math.e), ("logaddexp2", 2.0)])
+def test_logaddexp_higher_derivatives_have_no_nan_at_an_infinite_operand(name, base):
+    """p (1 - p) log(base)^k at an infinity is 0 (a -inf mask entry of a log-sum-exp): the partial
+    1/(1 + base^(b - a)) differentiated as a quotient was inf/inf there (a review find)."""
+    prog = _program(name)
+    h, third = hessian.hessian(prog, (0, 1)), derive.jacobian(hessian.hessian(prog, (0, 1)), (0, 1))
+    for a, b in [(1.0, -INF), (-INF, 1.0), (INF, 1.0), (1.0, INF), (INF, -INF)]:
+        assert [abs(float(v)) for v in evaluate(h, a, b)] == [0.0] * 4, (a, b)
+        assert all(float(v) == 0.0 for v in np.ravel(evaluate(third, a, b))), (a, b)
+    a, b, ln = 0.3, -1.2, math.log(base)  # an ordinary point: p (1 - p) ln, against mpmath
+    p = 1 / (1 + mpmath.mpf(base) ** (b - a))
+    assert float(evaluate(h, a, b)[0]) == pytest.approx(float(p * (1 - p) * ln), rel=1e-14)
+
+
+@pytest.mark.parametrize("name, np_fn", [("logaddexp", np.logaddexp), ("logaddexp2", np.logaddexp2)])
+def test_logaddexp_reads_back_from_sympy_without_overflow(name, np_fn):
+    """.expr keeps logaddexp as itself (its textbook form log(exp(a) + exp(b)) overflows at
+    a = 1000), and from_sympy reads it back as the op (a review find: it became inf)."""
+    from symgrad.edges.from_sympy import program_from_sympy
+    from symgrad.edges.realfns import standard
+    from symgrad.edges.to_sympy import to_sympy
+    sym = to_sympy(_program(name))
+    e = standard(sym.inlined()[0])
+    (a,), (b,) = (x.symbols for x in sym.args)
+    back = program_from_sympy(e, [a, b])
+    assert [n[0] for n in back.nodes if n[0] not in ("arg", "const")] == [name]
+    for pa, pb in [(1000.0, 999.0), (-1000.0, -1001.0), (800.0, 1.0)]:
+        assert float(np.ravel(evaluate(back, pa, pb)[0])[0]) == np_fn(pa, pb)
+    ga, gb = (float(np.ravel(v)[0]) for v in evaluate(derive.grad(back, (0, 1)), 1000.0, 999.0))
+    assert ga == pytest.approx(1 / (1 + math.exp(-1.0)) if name == "logaddexp" else 1 / (1 + 2 ** -1.0), rel=1e-15)

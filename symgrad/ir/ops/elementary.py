@@ -60,23 +60,23 @@ fn("log10", np.log10, lambda g, t, x: g.div(g.const(1), g.mul(x, g.const(LN10)))
    reads=lambda m: (m.cf.log10,), real=True)
 
 
-def _d_logaddexp(exp):
-    """log(exp(a) + exp(b))'s partials: 1/(1 + exp(b - a)), exp(a - r) without r's rounding and
-    without NaN where a or b is infinite; 1/2 each at a tie of infinities (NaN-free at -inf, -inf),
-    smooth through finite ties (second derivatives hold there)."""
+def _d_logaddexp(name, exp):
+    """log(exp(a) + exp(b))'s partials: for a, exp(-L(0, b - a)) with L the op itself, which is
+    1/(1 + exp(b - a)) without NaN at an infinite b - a (0 or 1 there), and so are its own
+    derivatives (p (1 - p): 0 x 1 there, where the quotient's would be inf/inf); 1/2 each at a
+    tie of infinities, where b - a is NaN."""
     def d(g, t, a, b):
         tie = g.node("and", g.node("eq", a, b), g.node("isinf", a))
-        def share(u, v):  # of u: 1/(1 + exp(v - u))
-            return g.select(tie, g.const(0.5), g.div(g.const(1), g.add(g.const(1), g.call(exp, g.sub(v, u)))))
+        share = lambda u, v: g.select(tie, g.const(0.5), g.call(exp, g.neg(g.node(name, g.const(0), g.sub(v, u)))))  # noqa
         return [share(a, b), share(b, a)]
     return d
 
 
-op("logaddexp", 2, np.logaddexp, _d_logaddexp("exp"), "symgrad_logaddexp", library=True, vector="symgrad_logaddexp",
-   numpy=("logaddexp",), sympy=lambda m: lambda a, b: m.R.Log(m.sp.exp(a) + m.sp.exp(b)),
+op("logaddexp", 2, np.logaddexp, _d_logaddexp("logaddexp", "exp"), "symgrad_logaddexp", library=True, vector="symgrad_logaddexp",
+   numpy=("logaddexp",), sympy=lambda m: m.R.LogAddExp, reads=lambda m: (m.R.LogAddExp,),
    nan="numpy's: NaN for a NaN; a tie gives a + log(2) (infinities of one sign give themselves)")
-op("logaddexp2", 2, np.logaddexp2, _d_logaddexp("exp2"), "symgrad_logaddexp2", library=True,
-   vector="symgrad_logaddexp2", numpy=("logaddexp2",), sympy=lambda m: lambda a, b: m.R.Log2(2**a + 2**b),
+op("logaddexp2", 2, np.logaddexp2, _d_logaddexp("logaddexp2", "exp2"), "symgrad_logaddexp2", library=True,
+   vector="symgrad_logaddexp2", numpy=("logaddexp2",), sympy=lambda m: m.R.LogAddExp2, reads=lambda m: (m.R.LogAddExp2,),
    nan="numpy's: NaN for a NaN; a tie gives a + 1")
 
 fn("sqrt", np.sqrt, lambda g, t, x: g.div(g.const(0.5), t), vector=False, library=False,
