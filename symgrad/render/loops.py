@@ -132,10 +132,15 @@ def _sum_loop(em, g, ind):
     lanes = [k for k, h in enumerate(how) if h == "none"]
     nl = len(lanes)
     total = math.prod(e for _, e in g.loops)
+    # a buffer whose one scatter term moves with the one (chunked) loop variable: the chunks
+    # write disjoint entries, so they share it (no copy per chunk to zero and add up per call)
+    shared = {b for b in range(len(g.buffers)) if len(g.loops) == 1
+              and [(h, sum(k for t, k in x[1] if t == inner_v) != 0) for (bb, _, x), h in zip(scat, how)
+                   if bb == b] == [("direct", True)]}
     lines = [f"{ind}/* loop {n}: {', '.join(f'sg_i{v} < {e}' for v, e in g.loops)} */"]
     for b, (r, _) in enumerate(g.buffers):
-        size = prog.outputs[r].size
-        lines += [f"{ind}{M} *sg_S{n}_{b} = ({M} *)calloc({CHUNKS * size}, sizeof({M}));",
+        size = prog.outputs[r].size * (1 if b in shared else CHUNKS)
+        lines += [f"{ind}{M} *sg_S{n}_{b} = ({M} *)calloc({size}, sizeof({M}));",
                   f"{ind}if (!sg_S{n}_{b}) symgrad_alloc((size_t)-1);"]
     lines += [f"{ind}{M} {em.names[s]};" for s in g.sums]
     lines.append(f"{ind}{{")
@@ -145,7 +150,8 @@ def _sum_loop(em, g, ind):
     i3 = i2 + "    "
     lines.append(f"{i3}{M} sg_acc[{max(na, 1) * W}] = {{0}};")
     for b, (r, _) in enumerate(g.buffers):
-        lines.append(f"{i3}{M} *restrict sg_Sc{b} = sg_S{n}_{b} + sg_c*{prog.outputs[r].size};")
+        lines.append(f"{i3}{M} *restrict sg_Sc{b} = sg_S{n}_{b}" +
+                     ("" if b in shared else f" + sg_c*{prog.outputs[r].size}") + ";")
     if len(g.loops) == 1:
         v, e = g.loops[0]
         lo, hi = f"{e}*sg_c/{CHUNKS}", f"{e}*(sg_c + 1)/{CHUNKS}"
@@ -187,8 +193,9 @@ def _sum_loop(em, g, ind):
         lines.append(f"{i2}{a} = 0; for (int sg_c = 0; sg_c < {CHUNKS}; ++sg_c) {a} += sg_part[sg_c*{na} + {k}];")
     for b, (r, _) in enumerate(g.buffers):
         size = prog.outputs[r].size
-        lines.append(f"{i2}for (int sg_c = 1; sg_c < {CHUNKS}; ++sg_c) for (int64_t sg_j = 0; sg_j < {size}; ++sg_j) "
-                     f"sg_S{n}_{b}[sg_j] += sg_S{n}_{b}[sg_c*{size} + sg_j];")
+        if b not in shared:
+            lines.append(f"{i2}for (int sg_c = 1; sg_c < {CHUNKS}; ++sg_c) for (int64_t sg_j = 0; sg_j < {size}; ++sg_j) "
+                         f"sg_S{n}_{b}[sg_j] += sg_S{n}_{b}[sg_c*{size} + sg_j];")
     lines.append(f"{ind}}}")
     return lines
 
