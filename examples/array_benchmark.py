@@ -179,7 +179,7 @@ def measure(tool, name, d, n, kind, timeout):
 
 
 def _cell(v, scale=1.0, fmt="{:.3f}"):
-    return fmt.format(v * scale) if isinstance(v, float) else str(v)
+    return fmt.format(v * scale) if isinstance(v, float) else "-" if v is None else str(v)
 
 
 def main(argv=None):
