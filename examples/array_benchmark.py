@@ -205,7 +205,7 @@ def main(argv=None):
             ("   first x   steady x" if len(tools) == 2 else ""))
     print(head + "\n" + "-" * len(head), flush=True)
     for name in a.cases:
-        make, sizes, kinds = CASES[name]
+        _, sizes, kinds = CASES[name]
         for d, n in (QUICK[name] if a.quick else sizes):
             for kind in kinds:
                 got = {t: measure(t, name, d, n, kind, a.timeout) for t in tools}

@@ -147,7 +147,7 @@ class Pipeline:
         def make():
             s, prog = self.spec, self.optimized()
             return stages.render(prog, s.c_name, s.dtype, s.options, s.title, self.optional(), s.sparse,
-                                 self._expect("generate C", prog), loops=self.traced().has_loops)
+                                 self._expect("generate C", prog), self.traced().has_loops)
         return self.once("kernel", make)
 
     def key(self):

@@ -52,16 +52,16 @@ def optimize(prog, shapes, options, c_name, expect=None):
         return run(prog, options)
 
 
-def render(prog, c_name, dtype, options, title, optional=0, sparse=False, expect=None, loops=None):
+def render(prog, c_name, dtype, options, title, optional, sparse, expect, loops):
     """(the in-process CPU kernel of ``prog``: render.Kernel, the vector width it is for).
     ``optional``: how many leading results may go unstored; ``sparse``: a sparse kind's;
-    ``loops``: whether the traced program's arrays stayed loops (default: ``prog``'s), so that
-    its kernel takes their data even where this derivative reads none (a constant Hessian)."""
+    ``loops``: whether the traced program's arrays stayed loops (not ``prog``'s: its kernel
+    takes their data even where this derivative reads none, a constant Hessian)."""
     from ..build.host import vector_bits
     from ..render import pick, render as emit
     with stage(c_name, "generate C", expect=expect):
         target = pick("cpu", dtype, options)
-        if prog.has_loops if loops is None else loops:
+        if loops:
             from ..render.loops import render_loops
             return render_loops(prog, c_name, target, options, title=title), vector_bits()
         return emit(prog, c_name, target, vector_bits(), options, title=title, optional=optional,
