@@ -102,17 +102,19 @@ class LoopPlan:
         self.by_var = by_var
         # where each node is computed (None: the top level) and who uses it there
         self.home = [self._home(i) for i in range(len(nodes))]
+        # the depth of a group's loop nest a node is computed at: that of its innermost variable
+        self.level = [self._level(i) for i in range(len(nodes))]
         uses, where = [0] * len(nodes), [set() for _ in nodes]
 
-        def use(j, ctx):
+        def use(j, home, level=None):  # (level None: the innermost of ``home``)
             uses[j] += 1
-            where[j].add(ctx)
+            where[j].add((home, len(home) - 1 if level is None and home else level or 0))
         for i, n in enumerate(nodes):
             if is_sum(n):
                 use(n[1], n[2])
             elif not is_leaf(n):
                 for j in n[1:]:
-                    use(j, self.home[i])
+                    use(j, self.home[i], self.level[i])
         for o in prog.outputs:
             for r in o.refs:
                 use(r, o.loops or None)
@@ -133,7 +135,7 @@ class LoopPlan:
             if is_loop(n):
                 continue
             size[i] = 1 + sum(size[j] for j in n[1:] if inline[j])
-            alone = where[i] == {self.home[i]}
+            alone = where[i] == {(self.home[i], self.level[i])}
             if alone and (is_neg(n) or (uses[i] == 1 and i not in pinned
                                             and size[i] <= options.max_inlined_nodes)):
                 inline[i] = True
@@ -159,6 +161,13 @@ class LoopPlan:
         if len(homes) != 1 or not all(v in self.by_var for v in vs):
             raise CompileError(f"{self.name}: node {i} varies with the loops of two groups (a bug in symgrad)")
         return homes.pop()
+
+    def _level(self, i):
+        home = self.home[i]
+        if not home:
+            return 0
+        order = [v for v, _ in home]
+        return max((order.index(v) for v in self.vars[i]), default=0)
 
     def p(self, i):
         """Node ``i`` where it is used."""

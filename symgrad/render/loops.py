@@ -116,7 +116,29 @@ def render_loops(prog, name, target, options, title=None) -> Kernel:
 
 
 def _body(em, g, roots, indent):
-    return [em.define(i, indent) for i in em.statements(roots, g.loops)]
+    """The statements of a group's loop body that ``roots`` need: at ``indent``, or (indent
+    None) as lists of nodes by the depth of the loop nest they vary with."""
+    stmts = em.statements(roots, g.loops)
+    if indent is not None:
+        return [em.define(i, indent) for i in stmts]
+    depth = [[] for _ in g.loops]
+    for i in stmts:
+        depth[em.level[i]].append(i)
+    return depth
+
+
+def _nest(em, g, depth, indent):
+    """The loops of a group but its innermost, the first over this chunk's piece (sg_c) of
+    its range, each followed by the statements that vary with it and no deeper loop:
+    (opening lines, indent of the innermost body, closing lines)."""
+    lines, close, ind = [], [], indent
+    for k, (v, e) in enumerate(g.loops[:-1]):
+        lo, hi = (f"{e}*sg_c/{CHUNKS}", f"{e}*(sg_c + 1)/{CHUNKS}") if k == 0 else ("0", str(e))
+        lines.append(f"{ind}for (int64_t sg_i{v} = {lo}; sg_i{v} < {hi}; ++sg_i{v}) {{")
+        close.insert(0, f"{ind}}}")
+        ind += "    "
+        lines += [em.define(i, ind) for i in depth[k]]
+    return lines, ind, close
 
 
 def _sum_loop(em, g, ind):
@@ -152,33 +174,40 @@ def _sum_loop(em, g, ind):
     for b, (r, _) in enumerate(g.buffers):
         lines.append(f"{i3}{M} *restrict sg_Sc{b} = sg_S{n}_{b}" +
                      ("" if b in shared else f" + sg_c*{prog.outputs[r].size}") + ";")
+    roots = [prog.nodes[s][1] for s in g.sums] + [w for _, w, _ in scat]
+    inner = _body(em, g, roots, None)  # (statements by depth: the outer ones hoisted)
     if len(g.loops) == 1:
         v, e = g.loops[0]
         lo, hi = f"{e}*sg_c/{CHUNKS}", f"{e}*(sg_c + 1)/{CHUNKS}"
         opened, i4, close = [], i3, []
     else:
-        opened, i4, close = em.loops(g.loops[:-1], i3)
+        opened, i4, close = _nest(em, g, inner, i3)
         v, e = g.loops[-1]
         lo, hi = "0", str(e)
     lines += opened
     if nl:
         lines.append(f"{i4}{M} sg_lacc[{nl * W}] = {{0}};")
     i5 = i4 + "    "
-    lines += [f"{i4}for (int64_t sg_jb = {lo}; sg_jb < {hi}; sg_jb += {W}) {{",
-              f"{i5}const int sg_w = {hi} - sg_jb < {W} ? (int)({hi} - sg_jb) : {W};"]
-    if simd:
-        lines.append(f"{i5}{em.simd}")
-    i6 = i5 + "    "
-    lines.append(f"{i5}for (int sg_l = 0; sg_l < sg_w; ++sg_l) {{")
-    lines.append(f"{i6}const int64_t sg_i{v} = sg_jb + sg_l;")
-    lines += _body(em, g, [prog.nodes[s][1] for s in g.sums] + [w for _, w, _ in scat], i6)
+    if na or nl:  # blocks of W lanes, an accumulator per lane
+        lines += [f"{i4}for (int64_t sg_jb = {lo}; sg_jb < {hi}; sg_jb += {W}) {{",
+                  f"{i5}const int sg_w = {hi} - sg_jb < {W} ? (int)({hi} - sg_jb) : {W};"]
+        if simd:
+            lines.append(f"{i5}{em.simd}")
+        i6 = i5 + "    "
+        lines.append(f"{i5}for (int sg_l = 0; sg_l < sg_w; ++sg_l) {{")
+        lines.append(f"{i6}const int64_t sg_i{v} = sg_jb + sg_l;")
+    else:  # scatters alone: one SIMD loop (a Hessian's rank-one updates, hessian_sums.py)
+        i6 = i5
+        lines += [f"{i4}{em.simd}"] if simd else []
+        lines.append(f"{i4}for (int64_t sg_i{v} = {lo}; sg_i{v} < {hi}; ++sg_i{v}) {{")
+    lines += [em.define(i, i6) for i in inner[-1]]
     lines += [f"{i6}sg_acc[{k * W} + sg_l] += {em.p(prog.nodes[s][1])};" for k, s in enumerate(g.sums)]
     for k, ((b, w, index), h) in enumerate(zip(scat, how)):
         if h == "none":
             lines.append(f"{i6}sg_lacc[{lanes.index(k) * W} + sg_l] += {em.p(w)};")
         else:
             lines.append(f"{i6}sg_Sc{b}[{index_c(index)}] += {em.p(w)};")
-    lines += [f"{i5}}}", f"{i4}}}"]
+    lines += [f"{i5}}}", f"{i4}}}"] if na or nl else [f"{i4}}}"]
     for m, k in enumerate(lanes):
         b, _, index = scat[k]
         lines.append(f"{i4}{{ {M} sg_z = 0; for (int sg_l = 0; sg_l < {W}; ++sg_l) sg_z += sg_lacc[{m * W} + sg_l]; "

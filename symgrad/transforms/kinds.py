@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Optional
 
+from ..errors import CompileError
 from ..ir.nodes import looped_argument
 from ..structure import shift
 
@@ -61,7 +62,13 @@ def _build_jac_stacked(prog, nums, ctx):
 
 
 def _build_hessian(prog, nums, ctx):
-    from . import hessian
+    from . import hessian, hessian_sums
+    h = hessian_sums.hessian_of_sums(prog, nums)
+    if h is not None:
+        return h
+    if {a for a in map(looped_argument, prog.nodes) if a is not None} & set(nums):
+        raise CompileError("a Hessian by an argument the loops read that hessian_sums does not take (a bug in "
+                           "symgrad: _hessian_exact should have said no)")
     return hessian.hessian(prog, nums)
 
 
@@ -122,6 +129,19 @@ def _loops_second(outs, large, shapes, nums, count):
     return ["plain"] * count
 
 
+def _loops_hessian(outs, large, shapes, nums):
+    return ["scatter"] * len(nums) ** 2 if outs == ["scalar"] else None
+
+
+def _hessian_exact(prog, nums):
+    """By arguments the loops read, the Hessian is taken only as hessian_sums takes it (the
+    Jacobian of a scattered gradient is not)."""
+    if not {a for a in map(looped_argument, prog.nodes) if a is not None} & set(nums):
+        return True
+    from . import hessian_sums
+    return hessian_sums.takes(prog, nums)
+
+
 def _each_leaf(structure, f):
     return f(structure) if isinstance(structure, int) else tuple(_each_leaf(s, f) for s in structure)
 
@@ -150,7 +170,7 @@ KINDS = {k.name: k for k in (
          lambda o, lg, sh, nums: ["plain"], structure=lambda own, by, m: 0, last=True, pattern=_jacobian_pattern,
          exact=lambda prog, nums: _sparse_loops().jacobian_supported(prog, nums)),
     Kind(HESSIAN, "Hessian of ", True, lambda outs, args, nums: [args[i] + args[j] for i in nums for j in nums],
-         _build_hessian, lambda o, lg, sh, nums: _loops_second(o, lg, sh, nums, len(nums) ** 2),
+         _build_hessian, _loops_hessian, exact=_hessian_exact,
          structure=lambda own, by, m: 0 if isinstance(by, int) else
          tuple(tuple(i * m + j for j in range(m)) for i in range(m)), sparse=HESSIAN_SPARSE, symmetric=True),
     Kind(HESSIAN_SPARSE, "sparse Hessian of ", True, None, _build_hessian_sparse,

@@ -14,7 +14,7 @@ def test_a_scatter_one_to_one_shares_its_buffer():
     x = np.random.default_rng(0).standard_normal(N)
     want = 2 * x
     want[::2] += np.cos(x[::2])
-    np.testing.assert_allclose(F.grad(x), want, rtol=1e-15, atol=0)
+    np.testing.assert_allclose(F.grad(x), want, rtol=1e-15, atol=5e-16)  # (cos: libmvec's, a few ulp)
     src = F.grad.c_source
     assert F.loops and f"calloc({N}, " in src and f"calloc({16 * N}, " not in src
 

@@ -1,0 +1,257 @@
+"""Dense Hessians of a scalar built from sums over loops, by arguments read entry by entry
+(small ones), with symbolic work independent of the number of entries: the Hessian of
+ridge regression's sum((X @ w - y)**2) is one loop nest over (row, j, k) adding
+2 * X[i, j] * X[i, k] into H[j, k], not d^2 accumulators of one loop (which GCC took
+minutes over at d = 50).
+
+Two sweeps of edge pushing (hessian.py), as sparsity_loops.py takes sparse Hessians: the
+first from y to the arguments' entries with each sum as a leaf gives the terms outside the
+loops and each sum's adjoint (y must be linear in each sum, else None: the caller takes
+the Jacobian of the gradient). The second runs over a sum's body down to its frontier F:
+the nodes linear in the arguments (each partial by an argument-dependent operand free of
+the arguments: sums, products by data, selects by data, the arguments themselves) that a
+nonlinear node reads. The body is a function of F, each f in F has Jacobian J_f (row
+coefficients, no second derivative), so the body's Hessian is the sum over pairs (u, v)
+of F of W(u, v) J_u J_v^T. A J_f whose coefficients are one expression of reads at
+offsets moving with the argument's entry (X[i, j] for w[j]) rolls into one node over a
+new loop variable (families.py): the term is a scatter over (row, j, k)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..ir.graph import Graph
+from ..ir.nodes import argument_of, is_leaf, is_passive, is_sum, looped_argument
+from ..ir.program import Program, index_vars
+from .derive import active, arg_nodes, check_scalar, partials
+from .families import Families, Renamer
+from .guards import times
+from .hessian import edge_push
+
+
+def hessian_of_sums(prog: Program, argnums):
+    """The Hessian program (one scatter result per pair of arguments of ``argnums``), or None
+    where this form does not apply (y not linear in a sum, a body reading a value of the
+    arguments computed outside its loop). The arguments' entries are leaves of the sweeps:
+    ``arg`` nodes (by constant index) and reads of an argument by a loop (x[i + 1]), whose
+    terms scatter at the entries their indices give at each point."""
+    found = _outer(prog, argnums)
+    if found is None:
+        return None
+    g, W, sums, adjoints, where, plain = found
+    sizes = [prog.args[i].size for i in argnums]
+    adds = {(p, q): [] for p in range(len(argnums)) for q in range(len(argnums))}
+    one = g.const(1)
+    for (u, v), ts in W.items():  # the terms outside the loops
+        e = g.sum(ts)
+        if e is None:
+            continue
+        (pu, (ju, _)), (pv, (jv, _)) = where[u], where[v]
+        adds[pu, pv].append((one, e, (), (ju * sizes[pv] + jv, ())))
+        if u != v:
+            adds[pv, pu].append((one, e, (), (jv * sizes[pu] + ju, ())))
+    rename = Renamer(g, _first_free_var(prog))
+    for s in sums:
+        a = adjoints.get(s)
+        if a is None:
+            continue
+        terms = _body_terms(g, s, plain, where, sizes, rename)
+        if terms is None:
+            return None
+        for (p, q), coef_terms in terms.items():
+            adds[p, q].extend((a, w, loops, index) for w, loops, index in coef_terms)
+    outs = []
+    for p, i in enumerate(argnums):
+        for q, j in enumerate(argnums):
+            A, B = prog.args[i], prog.args[j]
+            outs.append((f"d2_{A.name}_{B.name}", A.shape + B.shape, [], (), adds[p, q]))
+    return g.program(outs)
+
+
+def takes(prog: Program, argnums) -> bool:
+    """Whether hessian_of_sums gives the Hessian of ``prog`` (its first sweep, and each
+    body reading the arguments only by entry), without building it."""
+    found = _outer(prog, argnums)
+    if found is None:
+        return False
+    g, _, sums, adjoints, _, plain = found
+    return all(_reads_only_entries(g, s, plain) for s in sums if adjoints.get(s) is not None)
+
+
+def _outer(prog, argnums):
+    """The first sweep: (graph, its second-order terms, the sums, their adjoints, where
+    each leaf's entry is, the leaves), or None where y is not linear in its sums."""
+    check_scalar(prog, "the Hessian")
+    if not any(map(is_sum, prog.nodes)):
+        return None
+    g = Graph(prog)
+    y = prog.outputs[0].refs[0]
+    if y is None:
+        return None
+    wrt = arg_nodes(g, argnums)
+    args = [w for w in wrt if w is not None]
+    cone = g.cone([y])
+    position = {i: p for p, i in enumerate(argnums)}
+    where = {}  # leaf -> (position in argnums, affine index of its entry)
+    for w in args:
+        where[w] = (position[argument_of(g.nodes[w])], (g.nodes[w][2], ()))
+    reads = [t for t in cone if looped_argument(g.nodes[t]) in position]
+    for r in reads:
+        if not g.loop_vars(r):
+            return None  # (a read outside every loop: never made, entries by constant index are args)
+        where[r] = (position[looped_argument(g.nodes[r])], g.nodes[r][3])
+    act = active(g, cone, args + reads)
+    sums = [t for t in cone if is_sum(g.nodes[t]) and t in act]
+    if not sums:
+        return None
+    adjoints = {}
+    W = edge_push(g, y, args + sums, adjoints=adjoints)
+    summed = set(sums)
+    if any(u in summed or v in summed for u, v in W):
+        return None  # y is not linear in a sum: the Jacobian of the gradient (hessian.py)
+    return g, W, sums, adjoints, where, set(args) | set(reads)
+
+
+def _first_free_var(prog):
+    """A loop variable above every one ``prog`` uses."""
+    top = -1
+    for n in prog.nodes:
+        if is_sum(n):
+            top = max([top] + [v for v, _ in n[2]])
+        elif n[0:1] == ("read",):
+            top = max([top] + list(index_vars(n[3])))
+    for o in prog.outputs:
+        top = max([top] + [v for v, _ in o.loops])
+        for _, _, loops, index in o.adds or ():
+            top = max([top] + [v for v, _ in loops] + list(index_vars(index)))
+    return top + 1
+
+
+def _region(g, s):
+    """The nodes of sum ``s``'s body that vary with its loop variables (ascending), and what
+    they read that does not."""
+    bound = {v for v, _ in g.nodes[s][2]}
+    inside, outside, stack = set(), set(), [g.nodes[s][1]]
+    while stack:
+        i = stack.pop()
+        if i in inside or i in outside:
+            continue
+        if is_leaf(g.nodes[i]) or not g.loop_vars(i) & bound:
+            outside.add(i)
+            continue
+        inside.add(i)
+        stack.extend(g.nodes[i][1:])
+    return sorted(inside), outside
+
+
+def _reads_only_entries(g, s, plain):
+    """Whether sum ``s``'s body depends on the arguments only through their entries (no
+    value of them computed outside its loop: a mean it subtracts)."""
+    _, outside = _region(g, s)
+    act = active(g, g.cone([g.nodes[s][1]]), list(plain))
+    return not any(t in act and t not in plain for t in outside)
+
+
+def _body_terms(g, s, plain, where, sizes, rename):
+    """{(p, q): [(weight, loops, index)]} of sum ``s``'s body's Hessian (times its adjoint:
+    the caller's coefficient), or None where the body reads an argument-dependent value
+    computed outside its loop."""
+    if not _reads_only_entries(g, s, plain):
+        return None
+    inside, outside = _region(g, s)
+    body, loops = g.nodes[s][1], g.nodes[s][2]
+    act = active(g, g.cone([body]), list(plain))
+    live = [t for t in inside if t in act]
+    linear = {t: True for t in outside if t in plain}
+    users = {}
+    for t in live:
+        ps = partials(g, t)
+        ok = all(linear.get(o, False) and not _depends(g, p, plain) for o, p in ps.items() if o in act)
+        linear[t] = ok
+        for o in ps:
+            if o in act:
+                users.setdefault(o, []).append(t)
+    frontier = [t for t, lin in linear.items() if lin and (t == body or any(not linear[u] for u in users.get(t, ())))]
+    if not frontier or linear.get(body):
+        return {}  # a body linear in the arguments: no second derivative
+    W = edge_push(g, body, frontier)
+    fams = Families(g, loops, rename)
+    J = {f: fams.of(_jacobian(g, f, linear, act), where) for f in frontier}
+    out = {}
+    for (u, v), ts in W.items():
+        e = g.sum(ts)
+        if e is None:
+            continue
+        pairs = [(A, B) for A in J[u] for B in J[v]]
+        if u != v:
+            pairs += [(B, A) for A in J[u] for B in J[v]]
+        for A, B in pairs:
+            rows, tA, tB, sub = rename.nest(loops, A.length, B.length)
+            cA, cB = A.node(tA, sub), B.node(tB, sub)
+            weight = _product(g, rename.node(e, sub), cA, cB)
+            if weight is None:
+                continue
+            index = _plus(_scaled(A.index(tA, sub), sizes[B.arg]), B.index(tB, sub))
+            lp = tuple(rows) + tuple((t, n) for t, n in ((tA, A.length), (tB, B.length)) if t is not None)
+            out.setdefault((A.arg, B.arg), []).append((weight, lp, index))
+    return out
+
+
+def _product(g, e, a, b):
+    """e * a * b: guarded products (guards.times: a 0 of the data keeps the term 0 where the
+    weight is inf or NaN, as the trace element by element folds it away), plain ones where
+    that cannot happen (a finite constant weight, coefficients of finite data alone)."""
+    if g.is_const(e) and math.isfinite(g.value(e)) and all(g.is_const(c) or g.data_only(c) for c in (a, b)):
+        finite = g.__dict__.get("_finite_data")
+        if finite is None:
+            finite = g.__dict__["_finite_data"] = all(np.isfinite(d).all() for d in g.prog.data)
+        if finite:
+            return g.mul(g.mul(e, a), b)
+    return times(g, times(g, e, a), b)
+
+
+def _depends(g, t, plain):
+    """Whether node ``t`` varies with the arguments' entries ``plain`` through numbers (not
+    through a condition: a select's partial by data or by a comparison is free of them)."""
+    memo = g.__dict__.setdefault("_depends", {})
+    if t not in memo:
+        order = [i for i in g.cone([t]) if i not in memo]
+        act = active(g, order, [w for w in order if w in plain])
+        for i in order:  # (a node of ``order`` reads only nodes of it or memo's)
+            n = g.nodes[i]
+            memo[i] = i in act or (not is_passive(n) and not is_sum(n) and any(memo.get(o) for o in n[1:]))
+    return memo[t]
+
+
+def _jacobian(g, f, linear, act):
+    """{argument entry: coefficient node} of linear node ``f``: a reverse sweep through the
+    linear nodes below it."""
+    adj, out = {f: [g.const(1)]}, {}
+    todo = {f}
+    while todo:
+        t = max(todo)
+        todo.discard(t)
+        a = g.sum(adj.pop(t))
+        if a is None:
+            continue
+        if is_leaf(g.nodes[t]):  # an argument's entry (a leaf may come before its last reader)
+            out[t] = g.add(out[t], a) if t in out else a
+            continue
+        ps = {o: p for o, p in partials(g, t).items() if o in act}
+        for o, p in ps.items():
+            adj.setdefault(o, []).append(g.mul(a, p))
+            todo.add(o)
+    return out
+
+
+def _scaled(index, k):
+    return (index[0] * k, tuple((t, c * k) for t, c in index[1]))
+
+
+def _plus(a, b):
+    """The sum of two affine indices (program.index_text), its terms in one order."""
+    terms = dict(a[1])
+    for t, c in b[1]:
+        terms[t] = terms.get(t, 0) + c
+    return (a[0] + b[0], tuple(sorted(((t, c) for t, c in terms.items() if c), key=repr)))
