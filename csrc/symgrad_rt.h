@@ -201,9 +201,10 @@ static inline void symgrad_fence(int nt) {
 #endif
 
 /* c ? a : +0.0 as a bit mask: the loops' selects with a 0 branch (a guard taking a term away)
-   stay vectorisable where gcc gives up on a conditional inside an accumulation. */
+   stay vectorisable where gcc gives up on a conditional inside an accumulation. c is an int:
+   a comparison passed as a double (0.0 or 1.0) kept gcc 12 from vectorising the loop. */
 #define SYMGRAD_KEEP(T, U, S)                      \
-    static inline T symgrad_keep##S(T c, T a) {    \
+    static inline T symgrad_keep##S(int c, T a) {  \
         U m = -(U)(c != 0), b;                      \
         memcpy(&b, &a, sizeof b);                   \
         b &= m;                                     \

@@ -135,6 +135,10 @@ def is_neg(n) -> bool:
     return n[0] == "neg"
 
 
+def is_mul(n) -> bool:
+    return n[0] == "mul"
+
+
 def is_add(n) -> bool:
     return n[0] == "add"
 

@@ -18,7 +18,7 @@ import math
 from ..errors import CompileError
 from ..ir.graph import number
 from ..ir.nodes import is_arg, is_const, is_sum
-from . import pairwise
+from . import pairwise, panels
 from .indices import index_c, innermost, lanes_apart
 from .loop_plan import CHUNKS, LoopPlan, LoopGroup
 from .target import Kernel
@@ -176,6 +176,9 @@ def _sum_loop(em, g, ind):
                      ("" if b in shared else f" + sg_c*{prog.outputs[r].size}") + ";")
     roots = [prog.nodes[s][1] for s in g.sums] + [w for _, w, _ in scat]
     inner = _body(em, g, roots, None)  # (statements by depth: the outer ones hoisted)
+    if panels.takes(g, na + nl, inner):
+        lines += panels.loop(em, g, inner, scat, simd, i3)
+        return lines + _sum_loop_end(em, g, shared, i2, ind)
     if len(g.loops) == 1:
         v, e = g.loops[0]
         lo, hi = f"{e}*sg_c/{CHUNKS}", f"{e}*(sg_c + 1)/{CHUNKS}"
@@ -216,12 +219,18 @@ def _sum_loop(em, g, ind):
     for k in range(na):
         lines.append(f"{i3}{{ {M} sg_z = 0; for (int sg_l = 0; sg_l < {W}; ++sg_l) sg_z += sg_acc[{k * W} + sg_l]; "
                      f"sg_part[sg_c*{na} + {k}] = sg_z; }}")
-    lines.append(f"{i2}}}")
+    return lines + _sum_loop_end(em, g, shared, i2, ind)
+
+
+def _sum_loop_end(em, g, shared, i2, ind):
+    """After a group's chunks: its sums and its buffers added up over the chunks, in order."""
+    n, na = g.n, len(g.sums)
+    lines = [f"{i2}}}"]
     for k, s in enumerate(g.sums):
         a = em.names[s]
         lines.append(f"{i2}{a} = 0; for (int sg_c = 0; sg_c < {CHUNKS}; ++sg_c) {a} += sg_part[sg_c*{na} + {k}];")
     for b, (r, _) in enumerate(g.buffers):
-        size = prog.outputs[r].size
+        size = em.prog.outputs[r].size
         if b not in shared:
             lines.append(f"{i2}for (int sg_c = 1; sg_c < {CHUNKS}; ++sg_c) for (int64_t sg_j = 0; sg_j < {size}; ++sg_j) "
                          f"sg_S{n}_{b}[sg_j] += sg_S{n}_{b}[sg_c*{size} + sg_j];")

@@ -22,7 +22,8 @@ import math
 import numpy as np
 
 from ..ir.graph import Graph
-from ..ir.nodes import argument_of, is_leaf, is_passive, is_sum, looped_argument
+from ..ir.nodes import (argument_of, is_additive, is_leaf, is_mul, is_neg, is_passive, is_sum, looped_argument,
+                        reads_data)
 from ..ir.program import Program, index_vars
 from .derive import active, arg_nodes, check_scalar, partials
 from .families import Families, Renamer
@@ -189,7 +190,7 @@ def _body_terms(g, s, plain, where, sizes, rename):
         for A, B in pairs:
             rows, tA, tB, sub = rename.nest(loops, A.length, B.length)
             cA, cB = A.node(tA, sub), B.node(tB, sub)
-            weight = _product(g, rename.node(e, sub), cA, cB)
+            weight = _product(g, rename.node(e, sub), cA, cB, tA, tB)
             if weight is None:
                 continue
             index = _plus(_scaled(A.index(tA, sub), sizes[B.arg]), B.index(tB, sub))
@@ -198,17 +199,83 @@ def _body_terms(g, s, plain, where, sizes, rename):
     return out
 
 
-def _product(g, e, a, b):
-    """e * a * b: guarded products (guards.times: a 0 of the data keeps the term 0 where the
-    weight is inf or NaN, as the trace element by element folds it away), plain ones where
-    that cannot happen (a finite constant weight, coefficients of finite data alone)."""
-    if g.is_const(e) and math.isfinite(g.value(e)) and all(g.is_const(c) or g.data_only(c) for c in (a, b)):
-        finite = g.__dict__.get("_finite_data")
-        if finite is None:
-            finite = g.__dict__["_finite_data"] = all(np.isfinite(d).all() for d in g.prog.data)
-        if finite:
-            return g.mul(g.mul(e, a), b)
-    return times(g, times(g, e, a), b)
+def _product(g, e, a, b, ta, tb):
+    """e * a * b, a and b the coefficients of two families over variables ``ta`` and ``tb``,
+    in the order the loop nest hoists best: e and the factors of a and b that vary with
+    neither variable first (once per row), then a's own factor (once per j), then b's (the
+    innermost loop). Products are guarded (guards.times: a 0 of the data keeps the term 0
+    where the weight is inf or NaN, as the trace element by element folds it away) where
+    that can happen (_times)."""
+    ra, pa = _split(g, a, ta)
+    rb, pb = _split(g, b, tb)
+    w = e
+    for f in ra + rb:
+        w = _times(g, w, f)
+    for f in pa:
+        w = _times(g, w, f)
+    for f in pb:
+        w = _times(g, w, f)
+    return w
+
+
+def _times(g, w, f):
+    """w * f, guarded where needed (guards.times): not where both are bounded by the data
+    (a product of constants and finite data's entries whose bound is finite: never inf or
+    NaN, so a 0 of either is the term's 0), by f != 0 alone where f is so bounded (w may
+    be inf: the 0 of the data keeps the term 0)."""
+    if w is None or f is None:
+        return None
+    bw, bf = _bound(g, w), _bound(g, f)
+    if bf is not None and bw is not None and bw * bf < FINITE:
+        return g.mul(w, f)
+    if bf is not None and g.data_only(f):
+        return g.select(g.node("ne", f, g.const(0)), g.mul(w, f), g.const(0))
+    return times(g, w, f)
+
+
+FINITE = 1e300  # a bound on |x| below which a product of two such is no overflow
+
+
+def _bound(g, x):
+    """A bound on |x| where node ``x`` is a product, sum or negation of constants and
+    entries of finite data arrays (their largest |entry|), else None."""
+    memo = g.__dict__.setdefault("_bounds", {})
+    if x in memo:
+        return memo[x]
+    n = g.nodes[x]
+    b = None
+    if g.is_const(x):
+        v = abs(g.value(x))
+        b = float(v) if math.isfinite(v) else None
+    elif reads_data(n):
+        d = g.prog.data[n[2]]
+        if d.dtype.kind in "iu" or np.isfinite(d).all():
+            b = float(np.abs(d).max(initial=0))
+    elif is_mul(n) or is_additive(n) or is_neg(n):
+        parts = [_bound(g, o) for o in n[1:]]
+        if None not in parts:
+            b = math.prod(parts) if is_mul(n) else sum(parts)
+            b = b if b < FINITE else None
+    memo[x] = b
+    return b
+
+
+def _split(g, c, t):
+    """(factors of coefficient ``c`` free of variable ``t``, those that vary with it): c's
+    product tree split."""
+    if t is None:
+        return [c], []
+    free, bound, stack = [], [], [c]
+    while stack:
+        x = stack.pop()
+        n = g.nodes[x]
+        if t not in g.loop_vars(x):
+            free.append(x)
+        elif is_mul(n):
+            stack.extend(n[1:])
+        else:
+            bound.append(x)
+    return free, bound
 
 
 def _depends(g, t, plain):
