@@ -111,6 +111,8 @@ def _outer(prog, argnums):
     summed = set(sums)
     if any(u in summed or v in summed for u, v in W):
         return None  # y is not linear in a sum: the Jacobian of the gradient (hessian.py)
+    if any(u not in where or v not in where for u, v in W):
+        return None  # a second-order term through a loop node that is no sum (a maximum over a loop)
     return g, W, sums, adjoints, where, set(args) | set(reads)
 
 
