@@ -22,7 +22,7 @@ import math
 import numpy as np
 
 from ..ir.graph import Graph
-from ..ir.nodes import (argument_of, is_additive, is_leaf, is_mul, is_neg, is_passive, is_sum, looped_argument,
+from ..ir.nodes import (argument_of, is_additive, is_leaf, is_mul, is_neg, is_passive, is_read, is_sum, looped_argument,
                         reads_data)
 from ..ir.program import Program, index_vars
 from .derive import active, arg_nodes, check_scalar, partials
@@ -33,8 +33,8 @@ from .hessian import edge_push
 
 def hessian_of_sums(prog: Program, argnums):
     """The Hessian program (one scatter result per pair of arguments of ``argnums``), or None
-    where this form does not apply (y not linear in a sum, a body reading a value of the
-    arguments computed outside its loop). The arguments' entries are leaves of the sweeps:
+    where this form does not apply (a body reading a value of the arguments computed outside
+    its loop; y nonlinear in a sum by an argument the loops read). The arguments' entries are leaves of the sweeps:
     ``arg`` nodes (by constant index) and reads of an argument by a loop (x[i + 1]), whose
     terms scatter at the entries their indices give at each point."""
     found = _outer(prog, argnums)
@@ -48,10 +48,16 @@ def hessian_of_sums(prog: Program, argnums):
         e = g.sum(ts)
         if e is None:
             continue
-        (pu, (ju, _)), (pv, (jv, _)) = where[u], where[v]
-        adds[pu, pv].append((one, e, (), (ju * sizes[pv] + jv, ())))
-        if u != v:
-            adds[pv, pu].append((one, e, (), (jv * sizes[pu] + ju, ())))
+        # W(u, v) times the gradients of u and v: a leaf's is its entry, a sum's its partials (a
+        # sum per entry the body reads: y nonlinear in sums costs d^2 terms here, not in a loop)
+        gu, gv = (partials(g, x) if x in sums else {x: one} for x in (u, v))
+        for a, pa in gu.items():
+            for b, pb in gv.items():
+                (p, (j, _)), (q, (k, _)) = where[a], where[b]
+                term = times(g, times(g, e, pa), pb)
+                adds[p, q].append((one, term, (), (j * sizes[q] + k, ())))
+                if u != v:
+                    adds[q, p].append((one, term, (), (k * sizes[p] + j, ())))
     rename = Renamer(g, _first_free_var(prog))
     for s in sums:
         a = adjoints.get(s)
@@ -109,10 +115,12 @@ def _outer(prog, argnums):
     adjoints = {}
     W = edge_push(g, y, args + sums, adjoints=adjoints)
     summed = set(sums)
-    if any(u in summed or v in summed for u, v in W):
-        return None  # y is not linear in a sum: the Jacobian of the gradient (hessian.py)
-    if any(u not in where or v not in where for u, v in W):
+    if reads and any(u in summed or v in summed for u, v in W):
+        return None  # y not linear in a sum by an argument the loops read (whose gradient is a scatter)
+    if any(x not in where and x not in summed for uv in W for x in uv):
         return None  # a second-order term through a loop node that is no sum (a maximum over a loop)
+    if any(x in summed and not set(partials(g, x)) <= set(args) for uv in W for x in uv):
+        return None  # a sum y is not linear in, whose body reads a computed value of the arguments
     return g, W, sums, adjoints, where, set(args) | set(reads)
 
 
@@ -122,7 +130,7 @@ def _first_free_var(prog):
     for n in prog.nodes:
         if is_sum(n):
             top = max([top] + [v for v, _ in n[2]])
-        elif n[0:1] == ("read",):
+        elif is_read(n):
             top = max([top] + list(index_vars(n[3])))
     for o in prog.outputs:
         top = max([top] + [v for v, _ in o.loops])

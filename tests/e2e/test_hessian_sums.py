@@ -70,7 +70,7 @@ def test_the_kernel_does_not_grow_with_the_parameters():
     assert sizes[60] - sizes[4] <= 2 * 56 + 10, sizes
 
 
-def test_what_the_scatter_does_not_take_is_still_right():
+def test_a_log_of_a_sum_and_a_body_reading_a_computed_value():
     d = 4
     X, y = data(d)
     w = RNG.standard_normal(d) * 0.3

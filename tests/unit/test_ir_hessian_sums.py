@@ -116,14 +116,31 @@ def test_a_zero_of_the_data_keeps_its_term_zero_at_an_infinite_weight():
     np.testing.assert_allclose(H[fin], old[fin], rtol=1e-12)
 
 
-@pytest.mark.parametrize("name", ["log of a sum", "variance", "product of sums", "scaled outside"])
-def test_not_linear_in_its_sums_is_left_to_the_jacobian_of_the_gradient(name):
+def test_nonlinear_in_its_sums_adds_the_gradients_outer_products():
+    d = 5
+    X, y = data(d)
+    w = RNG.standard_normal(d) * 0.3
+    _, h = rolled(lambda w: np.log(np.sum(np.exp(X @ w))), [(d,)])
+    p = np.exp(X @ w)
+    p /= p.sum()
+    g = X.T @ p
+    (H,) = value(h, w)
+    np.testing.assert_allclose(H, X.T @ (p[:, None] * X) - np.outer(g, g), rtol=1e-12, atol=1e-14)
+    _, h = rolled(lambda w: np.sum(X @ w) * np.sum(y * (X @ w) ** 2), [(d,)])
+    a, z = X.sum(0), X @ w
+    b = 2 * X.T @ (y * z)  # d/dw sum(y z^2)
+    want = np.outer(a, b) + np.outer(b, a) + np.sum(z) * 2 * X.T @ (y[:, None] * X)
+    (H,) = value(h, w)
+    np.testing.assert_allclose(H, want, rtol=1e-12, atol=1e-13)
+
+
+@pytest.mark.parametrize("name", ["variance", "scaled outside", "log of a sum by a large argument"])
+def test_what_it_does_not_take(name):
     d = 4
     X, y = data(d)
-    f = {"log of a sum": lambda w: np.log(np.sum(np.exp(X @ w))),
-         "variance": lambda w: np.var(X @ w),
-         "product of sums": lambda w: np.sum(X @ w) * np.sum(y * (X @ w) ** 2),
-         "scaled outside": lambda w: np.sum(np.cos(X @ (y[:d] * w)))}[name]  # reads y[:d] * w
-    prog = trace(f, [(d,)], loop_min=LOOP)
+    f, shape = {"variance": (lambda w: np.var(X @ w), (d,)),
+                "scaled outside": (lambda w: np.sum(np.cos(X @ (y[:d] * w))), (d,)),  # reads y[:d] * w
+                "log of a sum by a large argument": (lambda x: np.log(np.sum(np.exp(x) * y)), (N,))}[name]
+    prog = trace(f, [shape], loop_min=LOOP)
     assert prog.has_loops
     assert hessian_of_sums(prog, (0,)) is None
