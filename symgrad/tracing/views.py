@@ -61,8 +61,8 @@ def reshape(x, shape):
     """``x.reshape(shape)`` (C order, ``shape`` of x's size, none -1) of a LazyArray kept as loops."""
     memory = (nocopy(x.shape, x.strides, shape, 8) if x.size else None) or sumorder.c_strides(shape)
     v = x.view
-    if v is not None and x.size:
-        st = nocopy(x.shape, v.strides, shape, 1)
+    if v is not None:  # (an empty view's strides say nothing: numpy's C order)
+        st = nocopy(x.shape, v.strides, shape, 1) if x.size else tuple(s // 8 for s in sumorder.c_strides(shape))
         if st is not None:  # a view again
             w = View(v.base, v.offset, st)
             return LazyArray(x.b, shape, lambda idx: read(w, idx), strides=memory, view=w)

@@ -150,6 +150,11 @@ def test_ridge_at_d_200_gradient_and_hessian_match_closed_forms(caplog):
     assert v == pytest.approx(r @ r, rel=1e-13)
     np.testing.assert_allclose(g, 2 * X.T @ r, rtol=1e-12, atol=1e-12 * np.abs(g).max())
     np.testing.assert_allclose(H, 2 * X.T @ X, rtol=1e-12, atol=1e-13 * np.abs(H).max())
+    with caplog.at_level(logging.WARNING, logger="symgrad.progress"):  # w read by a loop too (its penalty)
+        P = symgrad.compile(lambda w: np.sum((X @ w - y) ** 2) + 0.1 * np.sum(w * w), shapes=[(200,)])
+        g = P.grad(w)
+    assert no_fallback(caplog) and P.grad.loops
+    np.testing.assert_allclose(g, 2 * X.T @ r + 0.2 * w, rtol=1e-12, atol=1e-12 * np.abs(g).max())
 
 
 def test_a_numpy_ordered_sum_inside_a_loop_adds_as_numpy(caplog):
