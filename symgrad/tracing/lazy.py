@@ -15,6 +15,7 @@ order numpy adds its entries in (sumorder.py)."""
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -24,6 +25,16 @@ from .affine import add, const, flat as _flat, gather, index_vars, scale, var  #
 from .values import Condition, Value, builder, user_site
 
 UNROLL = 8  # reduced axes up to this extent are summed term by term, not looped
+
+
+class View(NamedTuple):
+    """A LazyArray that is numpy's strided view of an argument or data array ``base`` (a
+    LazyArray of its own with ``entry``: the element at a C-order flat index of it): entry
+    ``idx`` is ``base.entry(offset + sum(strides[k] * idx[k]))``, strides counted in entries
+    (views.py decides which reshapes keep one)."""
+    base: object
+    offset: int
+    strides: tuple
 
 
 class Unrollable(BaseException):  # not an Exception: a user's `except Exception` cannot swallow it
@@ -40,7 +51,7 @@ class LazyArray:
     __array_priority__ = 1000
     parts = None  # of arrays joined along an axis (pieces.Joined), which runs ops part by part
 
-    def __init__(self, b, shape, at, source=None, strides=None):
+    def __init__(self, b, shape, at, source=None, strides=None, view=None):
         self.b, self.shape = b, tuple(int(n) for n in shape)
         # the layout numpy would give this array (bytes of float64s): the order of its sums
         self.strides = sumorder.c_strides(self.shape) if strides is None else tuple(strides)
@@ -53,6 +64,7 @@ class LazyArray:
             return v
         self.at = once
         self.source = source  # (kind, id): C-order entries of an argument or data array
+        self.view = view  # a View where this array's entries are those of a source at affine flat indices
         if self.size >= b.loop_min:
             b.large = True  # a fallback to unrolled tracing is then worth a warning
 
@@ -185,9 +197,9 @@ LazyArray.__hash__ = None
 # -- sources ---------------------------------------------------------------------------------
 def argument(b, a, shape):
     """The large argument ``a`` of ``shape``: entry reads by pointer."""
-    def at(idx):
-        return read(b, "a", a, _flat(idx, shape))
-    return LazyArray(b, shape, at, ("a", a))
+    def entry(flat):
+        return read(b, "a", a, flat)
+    return _source(b, shape, entry, ("a", a), None, None)
 
 
 def data(b, arr):
@@ -195,12 +207,21 @@ def data(b, arr):
     d = b.add_data(arr)
     shape = arr.shape
 
-    def at(idx):
-        return read(b, "d", d, _flat(idx, shape))
+    def entry(flat):
+        return read(b, "d", d, flat)
     if arr.dtype.kind == "b":  # a bool array's entries are numpy's bools (True + True is True)
-        def at(idx, _read=at):
-            return bools.numpy_bool(_read(idx) != 0)
-    return LazyArray(b, shape, at, ("d", d), [s // arr.itemsize * 8 for s in arr.strides])
+        def entry(flat, _read=entry):
+            return bools.numpy_bool(_read(flat) != 0)
+    return _source(b, shape, entry, ("d", d), [s // arr.itemsize * 8 for s in arr.strides], arr)
+
+
+def _source(b, shape, entry, source, strides, values):
+    """The LazyArray of a source's entries (``entry``: by C-order flat index), a View of itself;
+    ``values``: a data array's numbers (None for an argument)."""
+    x = LazyArray(b, shape, lambda idx: entry(_flat(idx, shape)), source, strides)
+    x.entry, x.values = entry, values
+    x.view = View(x, 0, tuple(s // 8 for s in sumorder.c_strides(shape)))
+    return x
 
 
 def read(b, kind, source, index):

@@ -9,9 +9,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import registry
+from . import registry, views
 from .affine import add, const, flat as _flat, gather, scale
-from .lazy import LazyArray, Unrollable, read
+from .lazy import LazyArray, Unrollable
 from .values import Condition, Value, builder, user_site
 
 
@@ -43,7 +43,7 @@ def transpose(x, axes):
         return x.transposed(axes)
     inverse = [axes.index(k) for k in range(x.ndim)]
     return LazyArray(x.b, [x.shape[a] for a in axes], lambda idx: x.at(tuple(idx[inverse[k]] for k in range(x.ndim))),
-                     strides=[x.strides[a] for a in axes])
+                     strides=[x.strides[a] for a in axes], view=views.permuted(x, axes))
 
 
 def reshape(x, shape, order):
@@ -57,20 +57,7 @@ def reshape(x, shape, order):
         raise ValueError(f"cannot reshape array of size {x.size} into shape {shape}")
     if shape == x.shape:  # (joined arrays stay joined)
         return x
-    if x.source is not None:  # entries in C order: the same reads
-        kind, s = x.source
-        return LazyArray(x.b, shape, lambda idx: read(x.b, kind, s, _flat(idx, shape)), x.source)
-    old = [n for n in x.shape if n != 1]
-    if [n for n in shape if n != 1] == old:  # only axes of length 1 added or removed
-        keep = [k for k, n in enumerate(shape) if n != 1]
-        zero = const(0)
-
-        def at(idx):
-            it = iter(idx[k] for k in keep)
-            return x.at(tuple(zero if n == 1 else next(it) for n in x.shape))
-        old = iter(st for st, n in zip(x.strides, x.shape) if n != 1)
-        return LazyArray(x.b, shape, at, strides=[0 if n == 1 else next(old) for n in shape])
-    raise Unrollable(f"a reshape of a computed large array at {user_site()}")
+    return views.reshape(x, shape)
 
 
 def index(x, index):
@@ -159,11 +146,18 @@ def index(x, index):
         return x.at(tuple(src))
     if not out_shape:
         return at(())
-    strides = None if fancy else [0] * len(out_shape)  # a view's (fancy indexing: a new array, C order)
-    for step in plan if strides else ():
+    if fancy:  # a new array, C order
+        return LazyArray(b, out_shape, at)
+    strides, steps, offset = [0] * len(out_shape), [0] * len(out_shape), 0  # numpy's view: its memory, and
+    for step in plan:  # where it lies in the source x is a view of (views.py)
         if isinstance(step, _Slice):
             strides[step.out] = x.strides[step.axis] * step.step
-    return LazyArray(b, out_shape, at, strides=strides)
+            if x.view is not None:
+                steps[step.out] = x.view.strides[step.axis] * step.step
+                offset += x.view.strides[step.axis] * step.start
+        elif isinstance(step, _Int) and x.view is not None:
+            offset += x.view.strides[step.axis] * step.c
+    return LazyArray(b, out_shape, at, strides=strides, view=views.sliced(x, offset, steps))
 
 
 def normal_axes(axis, ndim):

@@ -18,6 +18,11 @@ from .lazy import UNROLL, LazyArray, Unrollable, const, elementwise, index_vars,
 from .lazy_index import normal_axes
 from .values import Condition, Value, builder, user_site
 
+# A sum over a large axis inside another loop (``X @ w`` over the rows of X, ``np.sum(A, axis=1)``)
+# is added term by term in the outer loop's body up to this many terms (the IR has no sums in
+# sums): the body, and the compile time, grow linearly with it, never with the outer extent.
+INNER_TERMS = 4096
+
 
 def reduce_sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue, where=True, numpy_order=True,
          zero=False):
@@ -48,14 +53,22 @@ def reduce_sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=np._N
         if math.prod(x.shape[k] for k in looped) < b.loop_min:
             looped = []  # a small sum: term by term, as traced unrolled
         terms = [k for k in order if k not in looped]
-    start = 0.0 if initial is np._NoValue or looped or not numpy_order else initial
+    inner = math.prod(x.shape[k] for k in looped)
 
     def total(outer):
         src = [const(0)] * x.ndim  # (reduced axes of extent 1)
         for k, i in zip(keep, outer):
             src[k] = i
-        if any(index_vars(i) for i in outer) and looped:
-            raise Unrollable(f"a sum over a large axis inside another loop at {user_site()}")
+        looped_, terms_ = looped, terms
+        if looped and any(index_vars(i) for i in outer):  # inside another loop: term by term
+            if inner > INNER_TERMS:
+                raise Unrollable(f"a sum over a large axis ({inner} terms, over {INNER_TERMS}) inside another "
+                                 f"loop at {user_site()}")
+            looped_, terms_ = [], order
+        start = 0.0 if initial is np._NoValue or looped_ or not numpy_order else initial
+        return _plus(whole(src, looped_, terms_, start), None if start is initial else initial)
+
+    def whole(src, looped, terms, start):
         vs = [(b.new_var(), x.shape[k]) for k in looped]
         for k, (v, _) in zip(looped, vs):
             src[k] = var(v)
@@ -85,25 +98,22 @@ def reduce_sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=np._N
         if not numpy_order:
             return Value(b, b.node("sum", body.i, tuple(vs)))
         return Value(b, b.node("sum", body.i, tuple(vs), (block, run)))
-    res = total(()) if not keep else None
-    if initial is not np._NoValue and start is not initial:
-        res = None
-    if res is not None and not keepdims:
-        return res
+    if not keep and not keepdims:
+        return total(())
     shape = [x.shape[k] for k in keep]
     strides = sumorder.allocate(x.shape, [x.strides], set(axes))  # numpy's result: in the input's order
-
-    def at(idx):
-        r = total(idx)
-        return r if initial is np._NoValue or start is initial else r + initial
-    lazy = LazyArray(b, shape, at, strides=[strides[k] for k in keep])
+    lazy = LazyArray(b, shape, total, strides=[strides[k] for k in keep])
     if keepdims:
         return _reshape_keep(lazy, x.shape, axes)
-    return lazy if shape else at(())
+    return lazy if shape else total(())
 
 
 def _add(p, q):
     return p + q
+
+
+def _plus(r, initial):
+    return r if initial is None or initial is np._NoValue else r + initial
 
 
 def _reshape_keep(x, full, axes):
