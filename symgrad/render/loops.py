@@ -17,7 +17,8 @@ import math
 
 from ..errors import CompileError
 from ..ir.graph import number
-from ..ir.nodes import is_arg, is_const, is_sum
+from ..ir.nodes import is_arg, is_const, is_reduction
+from ..ir.ops.selects import PICK_RULES
 from . import pairwise
 from .indices import index_c, innermost, lanes_apart
 from .loop_plan import CHUNKS, LoopPlan, LoopGroup
@@ -82,8 +83,9 @@ def render_loops(prog, name, target, options, title=None) -> Kernel:
             visit(g)
     for x in order:
         if isinstance(x, LoopGroup):
-            lines += pairwise.ordered_loop(em, x, ind, _parallel) if x.order else _sum_loop(em, x, ind)
-        elif not is_sum(nodes[x]):
+            lines += _extremum_loop(em, x, ind) if x.order and x.order[0] == "pick" else \
+                pairwise.ordered_loop(em, x, ind, _parallel) if x.order else _sum_loop(em, x, ind)
+        elif not is_reduction(nodes[x]):
             lines.append(em.define(x, ind))
     frees = []
     for r, (o, c) in enumerate(zip(prog.outputs, em.res_c)):
@@ -196,6 +198,36 @@ def _sum_loop(em, g, ind):
         if b not in shared:
             lines.append(f"{i2}for (int sg_c = 1; sg_c < {CHUNKS}; ++sg_c) for (int64_t sg_j = 0; sg_j < {size}; ++sg_j) "
                          f"sg_S{n}_{b}[sg_j] += sg_S{n}_{b}[sg_c*{size} + sg_j];")
+    lines.append(f"{ind}}}")
+    return lines
+
+
+def _extremum_loop(em, g, ind):
+    """One loop nest, in sequence over the entries in C order of its variables, of a group's
+    extremum nodes (one body, one pick op: ir/nodes.py): the chain's value and the flat index
+    of the entry it picked, both moved to an entry where the pick takes its second operand
+    (ops/selects.py: PICK_RULES), so the value is the unrolled chain's bit for bit."""
+    M, nodes = em.M, em.prog.nodes
+    bodies = {nodes[s][1] for s in g.sums}
+    if len(bodies) != 1:
+        raise CompileError(f"{em.name}: extrema of two bodies over one loop (a bug in symgrad)")
+    body = bodies.pop()
+    beats, nan_of = PICK_RULES[g.order[1]]
+    wins = f"sg_e {'>' if beats == 'gt' else '<'} sg_best || isnan({'sg_e' if nan_of == 'b' else 'sg_best'})"
+    lines = [f"{ind}/* loop {g.n}: {', '.join(f'sg_i{v} < {e}' for v, e in g.loops)}, {g.order[1]} in order */"]
+    lines += [f"{ind}{M} {em.names[s]};" for s in g.sums]
+    lines += [f"{ind}{{", f"{ind}    {M} sg_best = 0; int64_t sg_at = 0, sg_j = 0;"]
+    i2 = ind + "    "
+    for v, e in g.loops:
+        lines.append(f"{i2}for (int64_t sg_i{v} = 0; sg_i{v} < {e}; ++sg_i{v}) {{")
+        i2 += "    "
+    lines += _body(em, g, [body], i2)
+    lines += [f"{i2}const {M} sg_e = {em.p(body)};",
+              f"{i2}if (sg_j == 0 || {wins}) {{ sg_best = sg_e; sg_at = sg_j; }}", f"{i2}++sg_j;"]
+    for _ in g.loops:
+        i2 = i2[:-4]
+        lines.append(f"{i2}}}")
+    lines += [f"{ind}    {em.names[s]} = {'sg_best' if nodes[s][4] == 0 else f'({M})sg_at'};" for s in g.sums]
     lines.append(f"{ind}}}")
     return lines
 
