@@ -18,7 +18,7 @@ import math
 from ..errors import CompileError
 from ..ir.graph import number
 from ..ir.nodes import is_arg, is_const, is_reduction
-from ..ir.ops.selects import PICK_RULES
+from ..ir.ops.selects import second_wins_c
 from . import pairwise
 from .indices import index_c, innermost, lanes_apart
 from .loop_plan import CHUNKS, LoopPlan, LoopGroup
@@ -206,14 +206,13 @@ def _extremum_loop(em, g, ind):
     """One loop nest, in sequence over the entries in C order of its variables, of a group's
     extremum nodes (one body, one pick op: ir/nodes.py): the chain's value and the flat index
     of the entry it picked, both moved to an entry where the pick takes its second operand
-    (ops/selects.py: PICK_RULES), so the value is the unrolled chain's bit for bit."""
+    (ops/selects.py: second_wins_c), so the value is the unrolled chain's bit for bit."""
     M, nodes = em.M, em.prog.nodes
     bodies = {nodes[s][1] for s in g.sums}
     if len(bodies) != 1:
         raise CompileError(f"{em.name}: extrema of two bodies over one loop (a bug in symgrad)")
     body = bodies.pop()
-    beats, nan_of = PICK_RULES[g.order[1]]
-    wins = f"sg_e {'>' if beats == 'gt' else '<'} sg_best || isnan({'sg_e' if nan_of == 'b' else 'sg_best'})"
+    wins = second_wins_c(g.order[1], "sg_best", "sg_e")
     lines = [f"{ind}/* loop {g.n}: {', '.join(f'sg_i{v} < {e}' for v, e in g.loops)}, {g.order[1]} in order */"]
     lines += [f"{ind}{M} {em.names[s]};" for s in g.sums]
     lines += [f"{ind}{{", f"{ind}    {M} sg_best = 0; int64_t sg_at = 0, sg_j = 0;"]

@@ -45,6 +45,12 @@ def second_wins(name, a, b):
     return ((b > a) if beats == "gt" else (b < a)) | np.isnan(b if nan_of == "b" else a)
 
 
+def second_wins_c(name, a, b):
+    """C: the condition under which pick ``name``(a, b) is b (C expressions ``a``, ``b`` read twice)."""
+    beats, nan_of = PICK_RULES[name]
+    return f"{b} {'>' if beats == 'gt' else '<'} {a} || isnan({b if nan_of == 'b' else a})"
+
+
 def pick(name, beats, nan_of, rule):
     """Op ``name``: b where b ``beats`` a (gt: b > a) or operand ``nan_of`` is NaN, else a;
     C: csrc/symgrad_math.h's symgrad_NAME, the same select written once (operands read once)."""
