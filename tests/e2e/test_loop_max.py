@@ -121,3 +121,20 @@ def test_a_larger_log_sum_exp_against_numpy(no_fallback):
     v, g = F.value_and_grad(w)
     np.testing.assert_allclose(v, lse_big(w), rtol=1e-15)
     np.testing.assert_allclose(g, XL.T @ _softmax(XL @ w), rtol=1e-13, atol=1e-15)
+
+
+def test_kinds_that_take_no_extremum_fall_back_or_refuse(caplog):
+    """A sparse Jacobian and standalone source take the function traced element by element
+    (a warning says so), with the dense loop kernel's values; .expr refuses as for any loop program."""
+    F = symgrad.compile(lambda w: np.max(X * w, axis=0) + w, shapes=[(5,)])
+    w = np.array([0.3, -0.2, 0.1, 0.5, -0.4])
+    with caplog.at_level(logging.WARNING, logger="symgrad.progress"):
+        dense = F.jacobian(w)
+        assert "traced again element by element" not in caplog.text
+        S = F.jacobian(w, sparse=True)
+        assert "traced again element by element" in caplog.text
+    assert "symgrad_maximum" in F.standalone("c99").definitions  # (the unrolled chain)
+    np.testing.assert_array_equal(dense, np.diag(X[np.argmax(X * w, axis=0), np.arange(5)]) + np.eye(5))
+    np.testing.assert_array_equal(S.toarray(), dense)
+    with pytest.raises(symgrad.CompileError, match="loops"):
+        F.expr
