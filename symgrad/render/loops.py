@@ -203,30 +203,66 @@ def _sum_loop(em, g, ind):
 
 
 def _extremum_loop(em, g, ind):
-    """One loop nest, in sequence over the entries in C order of its variables, of a group's
-    extremum nodes (one body, one pick op: ir/nodes.py): the chain's value and the flat index
-    of the entry it picked, both moved to an entry where the pick takes its second operand
-    (ops/selects.py: second_wins_c), so the value is the unrolled chain's bit for bit."""
-    M, nodes = em.M, em.prog.nodes
+    """A group's extremum nodes (one body, one pick op: ir/nodes.py): the chain's value and the
+    flat index (C order of the loops) of the entry it picked. Each chunk of the outermost loop
+    runs W lanes, each lane the chain over its own entries (moved to an entry where the pick
+    takes its second operand: ops/selects.py second_wins_c); then the lanes' picks, in order
+    of their indices, chunk after chunk, are chained once more. The pick prefers its entries
+    by one order (a NaN first for maximum and minimum, last for fmax and fmin; ties to the
+    first), so that picks the entry one chain over all of them picks: the unrolled trace's,
+    bit for bit, whatever W, the chunks or the threads."""
+    M, W, nodes = em.M, em.W, em.prog.nodes
     bodies = {nodes[s][1] for s in g.sums}
     if len(bodies) != 1:
         raise CompileError(f"{em.name}: extrema of two bodies over one loop (a bug in symgrad)")
     body = bodies.pop()
-    wins = second_wins_c(g.order[1], "sg_best", "sg_e")
+    total = math.prod(e for _, e in g.loops)
+    flat, stride = [], 1
+    for v, e in reversed(g.loops):
+        flat.append(f"{stride}*sg_i{v}")
+        stride *= e
     lines = [f"{ind}/* loop {g.n}: {', '.join(f'sg_i{v} < {e}' for v, e in g.loops)}, {g.order[1]} in order */"]
     lines += [f"{ind}{M} {em.names[s]};" for s in g.sums]
-    lines += [f"{ind}{{", f"{ind}    {M} sg_best = 0; int64_t sg_at = 0, sg_j = 0;"]
     i2 = ind + "    "
-    for v, e in g.loops:
-        lines.append(f"{i2}for (int64_t sg_i{v} = 0; sg_i{v} < {e}; ++sg_i{v}) {{")
-        i2 += "    "
-    lines += _body(em, g, [body], i2)
-    lines += [f"{i2}const {M} sg_e = {em.p(body)};",
-              f"{i2}if (sg_j == 0 || {wins}) {{ sg_best = sg_e; sg_at = sg_j; }}", f"{i2}++sg_j;"]
-    for _ in g.loops:
-        i2 = i2[:-4]
-        lines.append(f"{i2}}}")
-    lines += [f"{ind}    {em.names[s]} = {'sg_best' if nodes[s][4] == 0 else f'({M})sg_at'};" for s in g.sums]
+    lines += [f"{ind}{{", f"{i2}{M} sg_cb[{CHUNKS * W}]; int64_t sg_ca[{CHUNKS * W}];"]
+    lines += _parallel(total, i2) + [f"{i2}for (int64_t sg_c = 0; sg_c < {CHUNKS}; ++sg_c) {{"]
+    i3 = i2 + "    "
+    lines += [f"{i3}{M} sg_b[{W}] = {{0}}; int64_t sg_a[{W}];",
+              f"{i3}for (int sg_l = 0; sg_l < {W}; ++sg_l) sg_a[sg_l] = -1;"]
+    if len(g.loops) == 1:
+        v, e = g.loops[0]
+        lo, hi = f"{e}*sg_c/{CHUNKS}", f"{e}*(sg_c + 1)/{CHUNKS}"
+        opened, i4, close = [], i3, []
+    else:
+        opened, i4, close = em.loops(g.loops[:-1], i3)
+        v, e = g.loops[-1]
+        lo, hi = "0", str(e)
+    i5, i6 = i4 + "    ", i4 + "        "
+    lines += opened + [f"{i4}for (int64_t sg_jb = {lo}; sg_jb < {hi}; sg_jb += {W}) {{",
+                       f"{i5}const int sg_w = {hi} - sg_jb < {W} ? (int)({hi} - sg_jb) : {W};",
+                       f"{i5}{em.simd}", f"{i5}for (int sg_l = 0; sg_l < sg_w; ++sg_l) {{",
+                       f"{i6}const int64_t sg_i{v} = sg_jb + sg_l;"]
+    lines += _body(em, g, [body], i6)
+    lines += [f"{i6}const {M} sg_e = {em.p(body)};",
+              f"{i6}const int sg_t = (sg_a[sg_l] < 0) | {second_wins_c(g.order[1], 'sg_b[sg_l]', 'sg_e')};",
+              f"{i6}sg_b[sg_l] = sg_t ? sg_e : sg_b[sg_l];",
+              f"{i6}sg_a[sg_l] = sg_t ? {' + '.join(flat)} : sg_a[sg_l];", f"{i5}}}", f"{i4}}}"]
+    lines += close
+    lines += [f"{i3}for (int sg_l = 0; sg_l < {W}; ++sg_l) {{ sg_cb[sg_c*{W} + sg_l] = sg_b[sg_l]; "
+              f"sg_ca[sg_c*{W} + sg_l] = sg_a[sg_l]; }}", f"{i2}}}"]
+    # the lanes' picks in order of their indices (each chunk's lanes sorted: W is small)
+    lines += [f"{i2}{M} sg_best = 0; int64_t sg_at = -1;",
+              f"{i2}for (int sg_c = 0; sg_c < {CHUNKS}; ++sg_c) {{",
+              f"{i3}{M} *sg_pb = sg_cb + sg_c*{W}; int64_t *sg_pa = sg_ca + sg_c*{W};",
+              f"{i3}for (int sg_l = 1; sg_l < {W}; ++sg_l) for (int sg_k = sg_l; sg_k > 0 && "
+              "(uint64_t)sg_pa[sg_k - 1] > (uint64_t)sg_pa[sg_k]; --sg_k) {",
+              f"{i3}    const {M} sg_tb = sg_pb[sg_k]; const int64_t sg_ta = sg_pa[sg_k];",
+              f"{i3}    sg_pb[sg_k] = sg_pb[sg_k - 1]; sg_pa[sg_k] = sg_pa[sg_k - 1]; "
+              "sg_pb[sg_k - 1] = sg_tb; sg_pa[sg_k - 1] = sg_ta;", f"{i3}}}",
+              f"{i3}for (int sg_l = 0; sg_l < {W} && sg_pa[sg_l] >= 0; ++sg_l)",
+              f"{i3}    if (sg_at < 0 || {second_wins_c(g.order[1], 'sg_best', 'sg_pb[sg_l]')}) "
+              "{ sg_best = sg_pb[sg_l]; sg_at = sg_pa[sg_l]; }", f"{i2}}}"]
+    lines += [f"{i2}{em.names[s]} = {'sg_best' if nodes[s][4] == 0 else f'({M})sg_at'};" for s in g.sums]
     lines.append(f"{ind}}}")
     return lines
 

@@ -46,9 +46,10 @@ def second_wins(name, a, b):
 
 
 def second_wins_c(name, a, b):
-    """C: the condition under which pick ``name``(a, b) is b (C expressions ``a``, ``b`` read twice)."""
+    """C: the condition under which pick ``name``(a, b) is b (C expressions ``a``, ``b`` read twice;
+    ``|``, no branch: a SIMD loop's lanes blend)."""
     beats, nan_of = PICK_RULES[name]
-    return f"{b} {'>' if beats == 'gt' else '<'} {a} || isnan({b if nan_of == 'b' else a})"
+    return f"({b} {'>' if beats == 'gt' else '<'} {a}) | (isnan({b if nan_of == 'b' else a}) != 0)"
 
 
 def pick(name, beats, nan_of, rule):
