@@ -99,3 +99,15 @@ def test_axis_0_of_a_tall_array_is_one_extremum_per_column():
 def test_the_program_prints_an_extremum():
     text = str(trace(lambda x: np.max(x), [(N,)], loop_min=LOOP))
     assert "maximum" in text and "over i0<300" in text
+
+
+def test_nth_derivatives_and_hvp_through_a_max_are_the_unrolled_ones():
+    f = lambda t: np.max(np.sin(A * t))  # noqa: E731
+    loop, unrolled = both(f, [()])
+    for n in (1, 2, 3):
+        got, want = evaluate(derive.nth(loop, n, 0, "d"), 0.7), evaluate(derive.nth(unrolled, n, 0, "d"), 0.7)
+        np.testing.assert_allclose(got, want, rtol=1e-15)
+    k = np.argmax(np.sin(A * 0.7))
+    np.testing.assert_allclose(evaluate(derive.nth(loop, 2, 0, "d"), 0.7)[0], -A[k] ** 2 * np.sin(A[k] * 0.7), rtol=1e-14)
+    np.testing.assert_allclose(evaluate(derive.hvp(loop, (0,), ["v"]), 0.7, 2.0),
+                               evaluate(derive.hvp(unrolled, (0,), ["v"]), 0.7, 2.0), rtol=1e-15)
