@@ -111,3 +111,14 @@ def test_nth_derivatives_and_hvp_through_a_max_are_the_unrolled_ones():
     np.testing.assert_allclose(evaluate(derive.nth(loop, 2, 0, "d"), 0.7)[0], -A[k] ** 2 * np.sin(A[k] * 0.7), rtol=1e-14)
     np.testing.assert_allclose(evaluate(derive.hvp(loop, (0,), ["v"]), 0.7, 2.0),
                                evaluate(derive.hvp(unrolled, (0,), ["v"]), 0.7, 2.0), rtol=1e-15)
+
+
+def test_no_fallback_is_logged(caplog):
+    import logging
+    with caplog.at_level(logging.WARNING, logger="symgrad.progress"):
+        trace(_lse, [(5,)], loop_min=LOOP)
+        trace(lambda x: np.nanmin(x, axis=0).sum() + x.max(), [(N, 2)], loop_min=LOOP)
+    assert "cannot keep as a loop" not in caplog.text
+    with caplog.at_level(logging.WARNING, logger="symgrad.progress"):  # (what it says where it falls back)
+        trace(lambda x: np.max(x, initial=0.0), [(N,)], loop_min=LOOP)
+    assert "cannot keep as a loop" in caplog.text
