@@ -13,6 +13,7 @@ import numpy as np
 from .program import index_vars
 from .graph import double
 from .ops import OPS
+from .ops.selects import second_wins
 
 
 class _Loops:
@@ -21,7 +22,7 @@ class _Loops:
     def __init__(self, prog, batch):
         self.batch, self.ext = batch, {}
         for n in prog.nodes:
-            if n[0] == "sum":
+            if n[0] in ("sum", "extremum"):
                 self.ext.update(n[2])
         for o in prog.outputs:
             self.ext.update(o.loops)
@@ -84,7 +85,9 @@ def evaluate(prog, *args):
                 val.append((np.broadcast_to(flat[n[1]][..., n[2]], batch), ()))
             elif n[0] == "read":
                 idx, vs = L.index(n[3], prog.data)
-                if n[1] == "d":
+                if n[1] == "i":
+                    val.append((np.broadcast_to(idx.astype(np.float64), batch + idx.shape), vs))
+                elif n[1] == "d":
                     v = np.asarray(prog.data[n[2]], dtype=np.float64).reshape(-1)[idx]
                     val.append((np.broadcast_to(v, batch + v.shape), vs))
                 else:
@@ -96,12 +99,33 @@ def evaluate(prog, *args):
                 axes = tuple(len(batch) + own.index(v) for v in own if v in bound)
                 missing = math.prod(e for v, e in n[2] if v not in own)
                 val.append((np.sum(np.broadcast_to(arr, batch + arr.shape[len(batch):]), axis=axes) * missing, keep))
+            elif n[0] == "extremum":
+                val.append(_extremum(n, val[n[1]], L))
             else:
                 ops = [val[j] for j in n[1:]]
                 vs = tuple(sorted(set().union(*[o[1] for o in ops])))
                 v = OPS[n[0]].value(*[L.align(o, vs) for o in ops])
                 val.append((np.asarray(v, dtype=np.float64), vs))
     return [_output(o, val, L, prog) for o in prog.outputs]
+
+
+def _extremum(n, body, L):
+    """The chain of pick n[3] over the loops n[2] (C order of their variables): its value or
+    the flat index of the entry it picked (n[4]), entry by entry."""
+    arr, own = body
+    loops = [v for v, _ in n[2]]
+    keep = tuple(v for v in own if v not in loops)
+    full = L.align(body, tuple(sorted(set(own) | set(loops))))
+    order = tuple(sorted(set(own) | set(loops)))
+    nb = len(L.batch)
+    moved = np.moveaxis(full, [nb + order.index(v) for v in loops], list(range(full.ndim - len(loops), full.ndim)))
+    flat = moved.reshape(moved.shape[:full.ndim - len(loops)] + (-1,))
+    acc, at = flat[..., 0], np.zeros(flat.shape[:-1])
+    for j in range(1, flat.shape[-1]):
+        e = flat[..., j]
+        w = second_wins(n[3], acc, e)
+        acc, at = np.where(w, e, acc), np.where(w, float(j), at)
+    return (acc if n[4] == 0 else at), keep
 
 
 def _output(o, val, L, prog):

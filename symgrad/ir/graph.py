@@ -13,6 +13,7 @@ from fractions import Fraction
 from .fold import finite, fold, in_range
 from .program import Output, Program, const_key, const_value, index_vars
 from .ops import CONSTANTS
+from .nodes import REDUCTIONS
 
 LEAVES = ("const", "arg", "read")  # nodes with no operand nodes (a read's are its index)
 _MUL_SPECIAL = frozenset({"const", "div", "neg"})  # the operands Graph.mul may rewrite a product of
@@ -46,7 +47,7 @@ def cone(nodes, refs):
         see(i)
         n = nodes[i]
         op = n[0]
-        if op == "sum":
+        if op in REDUCTIONS:
             push(n[1])
         elif op not in LEAVES:
             extend(n[1:])
@@ -86,7 +87,7 @@ class Graph:
             if None in n:  # (an op's name is a str)
                 raise TypeError(f"an operand of {n[0]} is a structural 0 (None): a bug in symgrad's rules")
             op, consts = n[0], self.consts
-            if op not in LEAVES and op != "sum":
+            if op not in LEAVES and op not in REDUCTIONS:
                 for j in n[1:]:
                     if j not in consts:
                         break
@@ -297,7 +298,7 @@ class Graph:
             n = self.nodes[k]
             if n[0] == "read":
                 memo.append(frozenset(index_vars(n[3])))
-            elif n[0] == "sum":
+            elif n[0] in REDUCTIONS:
                 memo.append(memo[n[1]] - {v for v, _ in n[2]})
             elif n[0] in LEAVES:
                 memo.append(frozenset())
@@ -312,8 +313,8 @@ class Graph:
         for k in range(len(memo), i + 1):
             n = self.nodes[k]
             if n[0] in ("read", "const", "arg"):
-                memo.append(n[0] == "read" and n[1] == "d" or (n[0] == "const" and None))
-            elif n[0] == "sum":
+                memo.append(n[0] == "read" and n[1] != "a" or (n[0] == "const" and None))  # (data, index)
+            elif n[0] in REDUCTIONS:
                 memo.append(bool(memo[n[1]]))
             else:
                 ops = [memo[j] for j in n[1:]]
@@ -349,8 +350,8 @@ class Graph:
         for i in self.cone(used):
             n = old[i]
             op = n[0]
-            if op == "sum":
-                n = ("sum", new[n[1]], *n[2:])  # (its order: numpy's, tracing/lazy_sum.py)
+            if op in REDUCTIONS:
+                n = (op, new[n[1]], *n[2:])  # (its order: numpy's, tracing/lazy_sum.py)
             elif len(n) == 3 and op not in LEAVES:  # (most nodes: binary)
                 n = (op, new[n[1]], new[n[2]])
             elif op not in LEAVES:

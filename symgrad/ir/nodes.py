@@ -32,13 +32,19 @@ STRUCTURAL = {s.name: s for s in (
     Structural("const", "(tag, *payload): an exact number: ('i', int), ('f', float.hex(x)), ('q', p, q) "
                "a fraction, ('s', name) a named constant (pi, E, EulerGamma)", True),
     Structural("read", "(source, k, index): the entry at affine ``index`` (program.index_text) of "
-               "argument k (source 'a') or data array k (source 'd'), over the index's loop variables", True),
+               "argument k (source 'a') or data array k (source 'd'), over the index's loop variables; source "
+               "'i' (k 0): the index itself as a number (which entry an extremum picked)", True),
     Structural("sum", "(body, loops[, order]): node ``body`` summed over loops ((variable, extent), ...); "
                "order (block, run): in numpy's pairwise order (tracing/lazy_sum.py)", False),
+    Structural("extremum", "(body, loops, pick, part): the chain pick(pick(b0, b1), b2)... of node ``body`` over "
+               "loops (C order of the variables), pick an op of ops.PICKS (maximum, minimum, fmax, fmin); part 0 "
+               "its value, 1 the flat index of the entry it picked (tracing/lazy_extremum.py)", False),
 )}
 _LEAVES = frozenset(n for n, s in STRUCTURAL.items() if s.leaf)
 _ATOMS = frozenset({"const", "arg"})
-_LOOPS = frozenset({"read", "sum"})
+_LOOPS = frozenset({"read", "sum", "extremum"})
+_REDUCTIONS = frozenset({"sum", "extremum"})
+REDUCTIONS = _REDUCTIONS  # (ir/ modules: the ops whose body varies with loops they bind)
 _ADDITIVE = frozenset({"add", "sub"})
 _POLYNOMIAL = frozenset({"const", "arg", "add", "sub", "mul", "neg", "pow"})
 _PASSIVE = _LEAVES | {name for name, op in OPS.items() if op.condition}
@@ -60,7 +66,7 @@ def operands(n) -> tuple:
     op = n[0]
     if op in _LEAVES:
         return ()
-    if op == "sum":
+    if op in _REDUCTIONS:
         return (n[1],)
     return n[1:]
 
@@ -86,6 +92,26 @@ def is_sum(n) -> bool:
     return n[0] == "sum"
 
 
+def is_extremum(n) -> bool:
+    """A max or min over loops: ``("extremum", body, loops, pick, part)`` (part 0 value, 1 index)."""
+    return n[0] == "extremum"
+
+
+def is_reduction(n) -> bool:
+    """A node that binds loop variables of its body: a sum or an extremum."""
+    return n[0] in _REDUCTIONS
+
+
+def extremum_value(n) -> bool:
+    """The value of an extremum (not the index of the entry it picked)."""
+    return n[0] == "extremum" and n[4] == 0
+
+
+def reads_index(n) -> bool:
+    """A read of the loop index itself (``("read", "i", 0, index)``): a number of no argument."""
+    return n[0] == "read" and n[1] == "i"
+
+
 def is_leaf(n) -> bool:
     """A node no other node is an operand of (const, arg, read: a read's operands are its index)."""
     return n[0] in _LEAVES
@@ -97,13 +123,13 @@ def is_atom(n) -> bool:
 
 
 def is_loop(n) -> bool:
-    """A node only a program whose arrays stayed loops has: a read or a sum."""
+    """A node only a program whose arrays stayed loops has: a read, a sum or an extremum."""
     return n[0] in _LOOPS
 
 
 def reads_data(n) -> bool:
-    """A read of a data array's entry (a number of the trace, not of an argument)."""
-    return n[0] == "read" and n[1] == "d"
+    """A read of a data array's entry or of the index itself (a number of the trace, not of an argument)."""
+    return n[0] == "read" and n[1] != "a"
 
 
 def argument_of(n):

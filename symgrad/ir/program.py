@@ -70,7 +70,7 @@ class Program:
     @cached_property
     def has_loops(self) -> bool:
         """Whether array operations stayed loops (see tracing/lazy.py)."""
-        return any(n[0] in ("read", "sum") for n in self.nodes) or \
+        return any(n[0] in ("read", "sum", "extremum") for n in self.nodes) or \
             any(o.loops or o.adds is not None for o in self.outputs)
 
     def __reduce__(self):  # pickled without its cached key: recomputed where it is loaded
@@ -90,11 +90,17 @@ class Program:
         lines = [f"{{ lambda {sig} ."]
         for i, n in enumerate(self.nodes):
             if n[0] == "read":
+                if n[1] == "i":
+                    lines.append(f"    t{i} = index {index_text(n[3])}")
+                    continue
                 name = self.args[n[2]].name if n[1] == "a" else f"data{n[2]}"
                 lines.append(f"    t{i} = {name}[{index_text(n[3])}]")
             elif n[0] == "sum":
                 lines.append(f"    t{i} = sum {ref(n[1])} over {', '.join(f'i{v}<{e}' for v, e in n[2])}"
                              + (" in numpy's order (blocks of {}, runs of {})".format(*n[3]) if len(n) > 3 else ""))
+            elif n[0] == "extremum":
+                lines.append(f"    t{i} = {n[3]} {'' if n[4] == 0 else 'first index of '}{ref(n[1])} over "
+                             f"{', '.join(f'i{v}<{e}' for v, e in n[2])}")
             elif n[0] not in ("const", "arg"):
                 lines.append(f"    t{i} = {n[0]} {' '.join(ref(j) for j in n[1:])}")
         for o in self.outputs:
@@ -301,7 +307,7 @@ class Builder:
         return None if k is None else self.node(*k)
 
     def program(self, args, outputs):
-        loops = any(o.loops for o in outputs) or any(n[0] in ("read", "sum") for n in self.nodes)
+        loops = any(o.loops for o in outputs) or any(n[0] in ("read", "sum", "extremum") for n in self.nodes)
         return Program(tuple(args), tuple(self.nodes), tuple(outputs),
                        tuple(d for d, _ in self.data) if loops else ())
 

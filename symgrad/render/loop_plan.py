@@ -7,8 +7,8 @@ import math
 
 from ..errors import CompileError
 from ..ir.graph import Graph, number
-from ..ir.nodes import is_arg, is_atom, is_const, is_leaf, is_loop, is_neg, is_pick, is_pow, is_read, is_select, is_sum, \
-    calls_library, reads_data
+from ..ir.nodes import is_arg, is_atom, is_const, is_extremum, is_leaf, is_loop, is_neg, is_pick, is_pow, is_read, \
+    is_reduction, is_select, is_sum, calls_library, reads_data, reads_index
 from .c import Printer, integer_power
 from .indices import index_c
 from .schedule import cname
@@ -47,7 +47,8 @@ class LoopGroup:
 
     def __init__(self, n, loops, order=None):
         self.n, self.loops, self.sums, self.maps, self.stores = n, loops, [], [], []  # stores: (result, weight, index)
-        self.order = order  # (block, run): sums in numpy's order only (pairwise.py); None: any order
+        self.order = order  # (block, run): sums in numpy's order only (pairwise.py); None: any order;
+        # ("pick", op): the extremum nodes of one body (render/loops.py: _extremum_loop)
         self.buffers, self.scatter = [], []  # (result, coef) of each buffer; (buffer, weight, index)
         self.reads = set()  # the top-level nodes and sums its bodies read
 
@@ -87,6 +88,8 @@ class LoopPlan:
         for i, n in enumerate(nodes):
             if is_sum(n):
                 group(*n[2:]).sums.append(i)
+            elif is_extremum(n):
+                group(n[2], ("pick", n[3])).sums.append(i)
         for r, o in enumerate(prog.outputs):
             if o.loops:
                 group(o.loops).maps.append(r)
@@ -95,7 +98,7 @@ class LoopPlan:
                     group(loops).stores.append((r, w, index))
                 elif loops:
                     group(loops).add_scatter(r, c, w, index)
-        for g in [g for g in self.groups.values() if g.order]:  # a few other sums over its loops: in its loop
+        for g in [g for g in self.groups.values() if g.order and g.order[0] != "pick"]:  # a few other sums over its loops: in its loop
             free = self.groups.get(g.loops)
             if free is not None and not (free.maps or free.stores or free.scatter) and len(free.sums) <= 8:
                 g.sums, free.sums = g.sums + free.sums, []
@@ -110,7 +113,7 @@ class LoopPlan:
             uses[j] += 1
             where[j].add((home, len(home) - 1 if level is None and home else level or 0))
         for i, n in enumerate(nodes):
-            if is_sum(n):
+            if is_reduction(n):
                 use(n[1], n[2])
             elif not is_leaf(n):
                 for j in n[1:]:
@@ -144,7 +147,7 @@ class LoopPlan:
         for i, n in enumerate(nodes):
             if is_arg(n):
                 self.names[n] = f"sg_v{n[1]}_{n[2]}"
-            elif is_sum(n):
+            elif is_reduction(n):
                 self.names[i] = f"sg_A{i}"
             elif is_read(n):
                 self.names[i] = f"sg_r{i}"
@@ -176,6 +179,8 @@ class LoopPlan:
     def define(self, i, indent):
         """The statement that computes named node ``i``."""
         n = self.prog.nodes[i]
+        if reads_index(n):
+            return f"{indent}const {self.M} {self.names[i]} = ({self.M})({index_c(n[3])});"
         if is_read(n):
             src = f"sg_d{n[2]}" if reads_data(n) else self.arg_c[n[2]]
             return f"{indent}const {self.M} {self.names[i]} = ({self.M}){src}[{index_c(n[3])}];"
@@ -191,7 +196,7 @@ class LoopPlan:
                 continue
             seen.add(i)
             n = nodes[i]
-            if is_sum(n):
+            if is_reduction(n):
                 continue
             if not self.view.inline[i]:
                 out.append(i)
@@ -212,10 +217,10 @@ class LoopPlan:
             if is_atom(n):
                 continue
             if self.home[i] is None and (i not in roots or home is not None):
-                if is_sum(n) or not self.view.inline[i]:
+                if is_reduction(n) or not self.view.inline[i]:
                     out.add(i)
                     continue
-            if is_sum(n):
+            if is_reduction(n):
                 continue
             if not is_leaf(n):
                 stack.extend(n[1:])

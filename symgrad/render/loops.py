@@ -17,7 +17,8 @@ import math
 
 from ..errors import CompileError
 from ..ir.graph import number
-from ..ir.nodes import is_arg, is_const, is_sum
+from ..ir.nodes import is_arg, is_const, is_reduction
+from ..ir.ops.selects import second_wins_c
 from . import pairwise, panels
 from .indices import index_c, innermost, lanes_apart
 from .loop_plan import CHUNKS, LoopPlan, LoopGroup
@@ -82,8 +83,9 @@ def render_loops(prog, name, target, options, title=None) -> Kernel:
             visit(g)
     for x in order:
         if isinstance(x, LoopGroup):
-            lines += pairwise.ordered_loop(em, x, ind, _parallel) if x.order else _sum_loop(em, x, ind)
-        elif not is_sum(nodes[x]):
+            lines += _extremum_loop(em, x, ind) if x.order and x.order[0] == "pick" else \
+                pairwise.ordered_loop(em, x, ind, _parallel) if x.order else _sum_loop(em, x, ind)
+        elif not is_reduction(nodes[x]):
             lines.append(em.define(x, ind))
     frees = []
     for r, (o, c) in enumerate(zip(prog.outputs, em.res_c)):
@@ -234,6 +236,71 @@ def _sum_loop_end(em, g, shared, i2, ind):
         if b not in shared:
             lines.append(f"{i2}for (int sg_c = 1; sg_c < {CHUNKS}; ++sg_c) for (int64_t sg_j = 0; sg_j < {size}; ++sg_j) "
                          f"sg_S{n}_{b}[sg_j] += sg_S{n}_{b}[sg_c*{size} + sg_j];")
+    lines.append(f"{ind}}}")
+    return lines
+
+
+def _extremum_loop(em, g, ind):
+    """A group's extremum nodes (one body, one pick op: ir/nodes.py): the chain's value and the
+    flat index (C order of the loops) of the entry it picked. Each chunk of the outermost loop
+    runs W lanes, each lane the chain over its own entries (moved to an entry where the pick
+    takes its second operand: ops/selects.py second_wins_c); then the lanes' picks, in order
+    of their indices, chunk after chunk, are chained once more. The pick prefers its entries
+    by one order (a NaN first for maximum and minimum, last for fmax and fmin; ties to the
+    first), so that picks the entry one chain over all of them picks: the unrolled trace's,
+    bit for bit, whatever W, the chunks or the threads."""
+    M, W, nodes = em.M, em.W, em.prog.nodes
+    bodies = {nodes[s][1] for s in g.sums}
+    if len(bodies) != 1:
+        raise CompileError(f"{em.name}: extrema of two bodies over one loop (a bug in symgrad)")
+    body = bodies.pop()
+    total = math.prod(e for _, e in g.loops)
+    flat, stride = [], 1
+    for v, e in reversed(g.loops):
+        flat.append(f"{stride}*sg_i{v}")
+        stride *= e
+    lines = [f"{ind}/* loop {g.n}: {', '.join(f'sg_i{v} < {e}' for v, e in g.loops)}, {g.order[1]} in order */"]
+    lines += [f"{ind}{M} {em.names[s]};" for s in g.sums]
+    i2 = ind + "    "
+    lines += [f"{ind}{{", f"{i2}{M} sg_cb[{CHUNKS * W}]; int64_t sg_ca[{CHUNKS * W}];"]
+    lines += _parallel(total, i2) + [f"{i2}for (int64_t sg_c = 0; sg_c < {CHUNKS}; ++sg_c) {{"]
+    i3 = i2 + "    "
+    lines += [f"{i3}{M} sg_b[{W}] = {{0}}; int64_t sg_a[{W}];",
+              f"{i3}for (int sg_l = 0; sg_l < {W}; ++sg_l) sg_a[sg_l] = -1;"]
+    if len(g.loops) == 1:
+        v, e = g.loops[0]
+        lo, hi = f"{e}*sg_c/{CHUNKS}", f"{e}*(sg_c + 1)/{CHUNKS}"
+        opened, i4, close = [], i3, []
+    else:
+        opened, i4, close = em.loops(g.loops[:-1], i3)
+        v, e = g.loops[-1]
+        lo, hi = "0", str(e)
+    i5, i6 = i4 + "    ", i4 + "        "
+    lines += opened + [f"{i4}for (int64_t sg_jb = {lo}; sg_jb < {hi}; sg_jb += {W}) {{",
+                       f"{i5}const int sg_w = {hi} - sg_jb < {W} ? (int)({hi} - sg_jb) : {W};",
+                       f"{i5}{em.simd}", f"{i5}for (int sg_l = 0; sg_l < sg_w; ++sg_l) {{",
+                       f"{i6}const int64_t sg_i{v} = sg_jb + sg_l;"]
+    lines += _body(em, g, [body], i6)
+    lines += [f"{i6}const {M} sg_e = {em.p(body)};",
+              f"{i6}const int sg_t = (sg_a[sg_l] < 0) | {second_wins_c(g.order[1], 'sg_b[sg_l]', 'sg_e')};",
+              f"{i6}sg_b[sg_l] = sg_t ? sg_e : sg_b[sg_l];",
+              f"{i6}sg_a[sg_l] = sg_t ? {' + '.join(flat)} : sg_a[sg_l];", f"{i5}}}", f"{i4}}}"]
+    lines += close
+    lines += [f"{i3}for (int sg_l = 0; sg_l < {W}; ++sg_l) {{ sg_cb[sg_c*{W} + sg_l] = sg_b[sg_l]; "
+              f"sg_ca[sg_c*{W} + sg_l] = sg_a[sg_l]; }}", f"{i2}}}"]
+    # the lanes' picks in order of their indices (each chunk's lanes sorted: W is small)
+    lines += [f"{i2}{M} sg_best = 0; int64_t sg_at = -1;",
+              f"{i2}for (int sg_c = 0; sg_c < {CHUNKS}; ++sg_c) {{",
+              f"{i3}{M} *sg_pb = sg_cb + sg_c*{W}; int64_t *sg_pa = sg_ca + sg_c*{W};",
+              f"{i3}for (int sg_l = 1; sg_l < {W}; ++sg_l) for (int sg_k = sg_l; sg_k > 0 && "
+              "(uint64_t)sg_pa[sg_k - 1] > (uint64_t)sg_pa[sg_k]; --sg_k) {",
+              f"{i3}    const {M} sg_tb = sg_pb[sg_k]; const int64_t sg_ta = sg_pa[sg_k];",
+              f"{i3}    sg_pb[sg_k] = sg_pb[sg_k - 1]; sg_pa[sg_k] = sg_pa[sg_k - 1]; "
+              "sg_pb[sg_k - 1] = sg_tb; sg_pa[sg_k - 1] = sg_ta;", f"{i3}}}",
+              f"{i3}for (int sg_l = 0; sg_l < {W} && sg_pa[sg_l] >= 0; ++sg_l)",
+              f"{i3}    if (sg_at < 0 || {second_wins_c(g.order[1], 'sg_best', 'sg_pb[sg_l]')}) "
+              "{ sg_best = sg_pb[sg_l]; sg_at = sg_pa[sg_l]; }", f"{i2}}}"]
+    lines += [f"{i2}{em.names[s]} = {'sg_best' if nodes[s][4] == 0 else f'({M})sg_at'};" for s in g.sums]
     lines.append(f"{ind}}}")
     return lines
 

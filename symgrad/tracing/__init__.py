@@ -14,7 +14,7 @@ import os
 from ..errors import ScalarUsedAsArray, TraceError
 from ..ir.program import Arg, Builder, Output
 from ..signature import TRACED, call_arguments, traced_params
-from . import affine, lazy, lazy_numpy, overlay, pieces  # noqa: F401  (they fill registry.LAZY)
+from . import affine, lazy, lazy_extremum, lazy_numpy, overlay, pieces  # noqa: F401  (they fill registry.LAZY)
 from .lazy import Unrollable
 from .rewrite import intercept
 from .site import SYMGRAD_DIR

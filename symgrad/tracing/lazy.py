@@ -136,6 +136,12 @@ class LazyArray:
     def sum(self, axis=None, keepdims=False, **kw):
         return reduce_sum(self, axis, keepdims=keepdims, **kw)
 
+    def max(self, axis=None, out=None, keepdims=False, **kw):
+        return FUNCTIONS[np.max](self, axis, out=out, keepdims=keepdims, **kw)
+
+    def min(self, axis=None, out=None, keepdims=False, **kw):
+        return FUNCTIONS[np.min](self, axis, out=out, keepdims=keepdims, **kw)
+
     def mean(self, axis=None, keepdims=False, **kw):
         return FUNCTIONS[np.mean](self, axis, keepdims=keepdims, **kw)
 
@@ -158,6 +164,7 @@ class LazyArray:
 
 
 _NDARRAY = set(dir(np.ndarray))
+_PICKS = (np.maximum, np.minimum, np.fmax, np.fmin)
 values.ARRAYS = (np.ndarray, LazyArray)
 
 
@@ -310,6 +317,9 @@ def array_ufunc(ufunc, method, inputs, kw):
         return contract(*inputs)
     if method == "reduce" and ufunc is np.add and not kw.keys() - {"axis", "keepdims", "dtype"}:
         return reduce_sum(inputs[0], kw.get("axis", 0), dtype=kw.get("dtype"), keepdims=kw.get("keepdims", False))
+    if method == "reduce" and ufunc in _PICKS and not kw.keys() - {"axis", "keepdims", "initial"}:  # lazy_extremum.py
+        return registry.HOOKS.lazy_extremum(ufunc, inputs[0], kw.get("axis", 0), keepdims=kw.get("keepdims", False),
+                                            initial=kw.get("initial", np._NoValue))
     element = registry.element_of(ufunc)
     if ufunc is np.power and method == "__call__" and len(inputs) == 2 and dtypes.exponent_stride_zero(*inputs):
         element = dtypes.fast_power  # numpy's sqrt for x ** 0.5

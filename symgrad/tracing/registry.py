@@ -25,6 +25,7 @@ HOOKS = types.SimpleNamespace(
     scipy_elements=None,  # standins: special.ufunc_elements, importing special.py (imports ufuncs) only when asked
     lazy_sum=None, lazy_matmul=None,  # lazy_sum.py's sums and matrix products of lazy.py's arrays (it imports lazy)
     lazy_index=None, lazy_reshape=None, lazy_transpose=None,  # lazy_index.py's, of lazy.py's arrays (it imports lazy)
+    lazy_extremum=None,  # lazy_extremum.py's max and min of lazy.py's arrays (it imports lazy)
 )
 
 

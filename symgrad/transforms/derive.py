@@ -14,8 +14,8 @@ from collections import defaultdict
 
 from ..errors import CompileError
 from ..ir.graph import Graph, double
-from ..ir.nodes import (argument_of, is_add, is_arg, is_const, is_leaf, is_passive, is_polynomial, is_pow,
-                        is_read, is_sum, looped_argument, op_of, reads_data)
+from ..ir.nodes import (argument_of, extremum_value, is_add, is_arg, is_const, is_leaf, is_passive,
+                        is_polynomial, is_pow, is_read, is_reduction, is_sum, looped_argument, op_of, reads_data)
 from ..ir.program import Program
 from .guards import times
 
@@ -30,10 +30,10 @@ def partials(g: Graph, t):
         n = g.nodes[t]
         rule = op_of(n).partials
         hit = {}
-        if is_sum(n):  # by what its body reads that stays put over its loops: the sum of the
+        if is_reduction(n):  # by what its body reads that stays put over its loops: the sum of the
             for s, p in body_partials(g, t).items():  # body's partial (reads: scatters, reverse)
                 if not is_read(g.nodes[s]):
-                    q = g.summed(p, n[2])
+                    q = g.summed(picked(g, t, p), n[2])
                     if q is not None:
                         hit[s] = q
         elif rule is not None:
@@ -72,6 +72,25 @@ def _past_zero(g, s):
     return s
 
 
+def picked(g, t, p):
+    """Node ``p`` (a partial of reduction ``t``'s body, over its loops) as ``t``'s own: of a sum
+    ``p``; of an extremum's value ``p`` at the entry the chain picked and 0 elsewhere (its first
+    extremum: the pick rule's tie goes to the first operand, so a result never depends on
+    Options.loop_min_size); of an extremum's index None (a step function of the body)."""
+    n = g.nodes[t]
+    if is_sum(n):
+        return p
+    if not extremum_value(n):
+        return None
+    flat, stride = [], 1
+    for v, e in reversed(n[2]):
+        flat.append((v, stride))
+        stride *= e
+    at = g.node("read", "i", 0, (0, tuple(sorted(flat, key=repr))))
+    index = g.node("extremum", n[1], n[2], n[3], 1)
+    return g.select(g.node("eq", at, index), p, None)
+
+
 def body_partials(g, s):
     """{leaf: d body / d leaf} of sum node ``s``, by a reverse sweep over its body alone: the
     leaves are what the body reads that does not vary with the sum's loop variables, and its
@@ -86,7 +105,7 @@ def body_partials(g, s):
             n = g.nodes[i]
             if i in inside or is_leaf(n) or not g.loop_vars(i) & bound:
                 continue
-            if is_sum(n):
+            if is_reduction(n):
                 raise CompileError("a sum inside another sum's loop (a bug in symgrad)")
             inside.add(i)
             stack.extend(n[1:])
@@ -112,8 +131,8 @@ def active(g, order, wrt):
     act, nodes = set(wrt), g.nodes
     for i in order:
         n = nodes[i]
-        if is_sum(n):
-            if n[1] in act:
+        if is_reduction(n):
+            if n[1] in act and (is_sum(n) or extremum_value(n)):
                 act.add(i)
         elif not is_passive(n):
             for s in n[1:]:
@@ -169,11 +188,11 @@ def reverse(g, y, wrt, scatter=None, seed=None, stop=()):
         if is_read(n):
             raise CompileError("a derivative of an array result by an argument the loops read (a bug in symgrad: "
                                "transforms/kinds.py should have refused it)")
-        if is_sum(n) and scatter:
+        if is_reduction(n) and scatter:
             for s, p in body_partials(g, t).items():
                 m = g.nodes[s]
-                if looped_argument(m) in scatter:
-                    scatter[m[2]].append((a, p, n[2], m[3]))
+                if looped_argument(m) in scatter and picked(g, t, p) is not None:
+                    scatter[m[2]].append((a, picked(g, t, p), n[2], m[3]))
         for s, p in partials(g, t).items():
             if s in act:
                 adj[s].append(times(g, a, p))
@@ -188,8 +207,8 @@ def forward(g, refs, dots):
         n = g.nodes[t]
         if t in dots or is_leaf(n):
             continue
-        if is_sum(n):  # the sum of the body's tangent
-            d = g.summed(dots[n[1]], n[2]) if n[1] in dots else None
+        if is_reduction(n):  # the sum of the body's tangent (an extremum's: at the entry picked)
+            d = g.summed(picked(g, t, dots[n[1]]), n[2]) if n[1] in dots else None
         else:
             d = g.sum([times(g, dots[s], p) for s, p in partials(g, t).items() if s in dots])
         if d is not None:

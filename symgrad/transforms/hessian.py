@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from ..ir.graph import Graph
-from ..ir.nodes import is_arg, is_atom, is_const, is_sum, op_name
+from ..ir.nodes import is_arg, is_atom, is_const, is_reduction, op_name
 from ..ir.program import Program
 from .derive import check_scalar, active, arg_nodes, grad, partials, reverse, times
 
@@ -166,7 +166,7 @@ def edge_push(g, y, wrt, seed=None, adjoints=None):
 
 def hessian(prog: Program, argnums) -> Program:
     check_scalar(prog, "the Hessian")
-    if any(map(is_sum, prog.nodes)):  # the Jacobian of the gradient: the partials of a
+    if any(map(is_reduction, prog.nodes)):  # the Jacobian of the gradient: the partials of a
         gp = grad(prog, argnums)  # sum are sums, differentiated again as they are
         g = Graph(gp)
         wrt = arg_nodes(g, argnums)

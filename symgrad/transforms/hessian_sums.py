@@ -22,8 +22,8 @@ import math
 import numpy as np
 
 from ..ir.graph import Graph
-from ..ir.nodes import (argument_of, is_additive, is_leaf, is_mul, is_neg, is_passive, is_read, is_sum, looped_argument,
-                        reads_data)
+from ..ir.nodes import (argument_of, is_additive, is_extremum, is_leaf, is_mul, is_neg, is_passive, is_read, is_sum,
+                        looped_argument, reads_data)
 from ..ir.program import Program, index_vars
 from .derive import active, arg_nodes, check_scalar, partials
 from .families import Families, Renamer
@@ -90,8 +90,8 @@ def _outer(prog, argnums):
     """The first sweep: (graph, its second-order terms, the sums, their adjoints, where
     each leaf's entry is, the leaves), or None where y is not linear in its sums."""
     check_scalar(prog, "the Hessian")
-    if not any(map(is_sum, prog.nodes)):
-        return None
+    if not any(map(is_sum, prog.nodes)) or any(map(is_extremum, prog.nodes)):
+        return None  # (a maximum over a loop: the Jacobian of the gradient, hessian.py)
     g = Graph(prog)
     y = prog.outputs[0].refs[0]
     if y is None:

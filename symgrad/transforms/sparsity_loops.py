@@ -30,7 +30,7 @@ import numpy as np
 from ..errors import CompileError
 from ..ir.evaluate import evaluate
 from ..ir.graph import Graph
-from ..ir.nodes import is_conjunction, is_const, is_junction, is_leaf, is_read, is_sum, looped_argument
+from ..ir.nodes import is_conjunction, is_const, is_extremum, is_junction, is_leaf, is_read, is_sum, looped_argument
 from ..ir.program import Program
 from .derive import active, arg_nodes, reverse
 from .guards import guarded
@@ -158,8 +158,9 @@ def _index(index, at, data):
 
 
 def supported(prog: Program, argnums) -> bool:
-    """Whether the Hessian of ``prog`` by ``argnums`` is taken in the loop form (the module's note)."""
-    return _terms(prog, argnums) is not None
+    """Whether the Hessian of ``prog`` by ``argnums`` is taken in the loop form (the module's note;
+    not of a max or min over loops: the function is traced element by element)."""
+    return not any(map(is_extremum, prog.nodes)) and _terms(prog, argnums) is not None
 
 
 def hessian_pattern(prog: Program, argnums):
@@ -271,8 +272,9 @@ def _find_jacobian_terms(prog, argnums):
 
 
 def jacobian_supported(prog: Program, argnums) -> bool:
-    """Whether the Jacobian of ``prog`` by ``argnums`` is taken in the loop form."""
-    return _jacobian_terms(prog, argnums) is not None
+    """Whether the Jacobian of ``prog`` by ``argnums`` is taken in the loop form (not of a max or
+    min over loops)."""
+    return not any(map(is_extremum, prog.nodes)) and _jacobian_terms(prog, argnums) is not None
 
 
 def jacobian_pattern(prog: Program, argnums):

@@ -36,6 +36,22 @@ def _second_wins(g, a, b, beats, nan_of):
     return g.node("or", g.node(beats, b, a), g.node("isnan", x))
 
 
+PICK_RULES = {}  # name -> (beats, nan_of): an extremum's chain (render/loops.py, ir/evaluate.py) reads it
+
+
+def second_wins(name, a, b):
+    """numpy: where pick ``name``(a, b) is b (the rule of ``pick``), as booleans."""
+    beats, nan_of = PICK_RULES[name]
+    return ((b > a) if beats == "gt" else (b < a)) | np.isnan(b if nan_of == "b" else a)
+
+
+def second_wins_c(name, a, b):
+    """C: the condition under which pick ``name``(a, b) is b (C expressions ``a``, ``b`` read twice;
+    ``|``, no branch: a SIMD loop's lanes blend)."""
+    beats, nan_of = PICK_RULES[name]
+    return f"({b} {'>' if beats == 'gt' else '<'} {a}) | (isnan({b if nan_of == 'b' else a}) != 0)"
+
+
 def pick(name, beats, nan_of, rule):
     """Op ``name``: b where b ``beats`` a (gt: b > a) or operand ``nan_of`` is NaN, else a;
     C: csrc/symgrad_math.h's symgrad_NAME, the same select written once (operands read once)."""
@@ -50,6 +66,7 @@ def pick(name, beats, nan_of, rule):
             return m.select(m.sp.Or(m.boolean(rel), m.boolean(nan)), b, a)
         return form
     wins = np.greater if beats == "gt" else np.less
+    PICK_RULES[name] = (beats, nan_of)
 
     def value(a, b):  # the select itself: numpy's own answer at a tie of +0.0 and -0.0 varies
         return np.where(wins(b, a) | np.isnan(b if nan_of == "b" else a), b, a)
