@@ -9,34 +9,40 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ir.nodes import is_leaf, is_read, op_name
+from .guards import guarded
 
 WALK_MAX = 256  # nodes of a coefficient's expression compared; a larger one stays alone
 
 
 @dataclass(frozen=True)
 class Family:
-    """Entries of argument ``arg`` (a position in argnums): start + step*t (t < length), whose
-    coefficients are ``rep`` with each varying read's index constant moved by its step; or
-    (``read``) the one entry a read of the argument by the loops indexes, coefficient 1."""
+    """Entries start + step*t (t < length) of argument ``arg`` (a position in argnums; ``terms``
+    the loop variables of a read's index, () for entries by constant index), whose
+    coefficients are ``rep`` with each varying read's index constant moved by its step, under
+    the guard ``guard`` where they are select(guard, value, 0) (guards.guarded)."""
     arg: int
     start: int
     step: int
     length: int
-    rep: int          # the first member's coefficient node
+    rep: int          # the first member's coefficient node (its value, beneath the guard)
     steps: tuple      # per varying read of rep (in walk order): the step of its constant
     rolled: object    # Families, which builds the node over a variable
-    read: tuple = None  # the affine index of a read's entry
+    terms: tuple = ()
+    guard: int = None
 
     def node(self, t, sub):
         """The member at loop variable ``t`` (None: the family has one member), the loops
         renamed by ``sub``."""
-        return self.rolled.build(self.rep, self.steps, t, sub)
+        v = self.rolled.build(self.rep, self.steps, t, sub)
+        if self.guard is None:
+            return v
+        g = self.rolled.g
+        return g.select(self.rolled.rename.node(self.guard, sub), v, g.const(0))
 
     def index(self, t, sub):
         """The affine index of the member at ``t`` (program.index_text), loops renamed."""
-        if self.read is not None:
-            return _renamed(self.read, sub)
-        return (self.start, ((t, self.step),) if t is not None else ())
+        return _renamed((self.start, tuple(sorted(self.terms + (((t, self.step),) if t is not None else ()),
+                                                  key=repr))), sub)
 
 
 class Renamer:
@@ -157,16 +163,16 @@ class Families:
 
     def of(self, J, where):
         """[Family] covering {argument entry: coefficient} ``J`` (``where``: leaf -> (arg,
-    affine index of its entry))."""
+        affine index of its entry)): members of one argument, one index form and one guard
+        whose coefficients have one shape, their constants moving by fixed steps."""
         groups, out = {}, []
         for w, c in J.items():
             p, (j, terms) = where[w]
-            if terms:  # a read by the loops: its own entry at each point
-                out.append(Family(p, 0, 1, 1, c, (), self, (j, terms)))
-                continue
-            shape, consts, _ = self.signature(c)
-            groups.setdefault((p, shape), []).append((j, consts, c))
-        for (p, _), members in groups.items():
+            found = guarded(self.g, c)
+            guard, v = found if found is not None and found[1] is not None else (None, c)
+            shape, consts, _ = self.signature(v)
+            groups.setdefault((p, terms, guard, shape), []).append((j, consts, v))
+        for (p, terms, guard, _), members in groups.items():
             members.sort()
             k = 0
             while k < len(members):
@@ -180,7 +186,7 @@ class Families:
                         m += 1
                 else:
                     step, steps = 1, tuple(0 for _ in c0)
-                out.append(Family(p, j0, step if m - k > 1 else 1, m - k, rep, steps, self))
+                out.append(Family(p, j0, step if m - k > 1 else 1, m - k, rep, steps, self, terms, guard))
                 k = m
         return out
 

@@ -27,7 +27,7 @@ from ..ir.nodes import (argument_of, is_additive, is_extremum, is_leaf, is_mul, 
 from ..ir.program import Program, index_vars
 from .derive import active, arg_nodes, check_scalar, partials
 from .families import Families, Renamer
-from .guards import times
+from .guards import guarded, times
 from .hessian import edge_push
 
 
@@ -229,21 +229,39 @@ def _product(g, e, a, b, ta, tb):
 
 
 def _times(g, w, f):
-    """w * f, guarded where needed (guards.times): not where both are bounded by the data
-    (a product of constants and finite data's entries whose bound is finite: never inf or
-    NaN, so a 0 of either is the term's 0), by f != 0 alone where f is so bounded (w may
-    be inf: the 0 of the data keeps the term 0)."""
+    """w * f, guarded where needed (guards.times): f is a factor of a coefficient, maybe under
+    a select's guard (select(C, v, 0): the product stays beneath it). v and w bounded by the
+    data (a product of constants and finite data's entries below FINITE: never inf or NaN)
+    multiply plainly, as a 0 of either is the term's 0; v so bounded alone is guarded by
+    v != 0 (w may be inf: a 0 of the data keeps the term 0, as the trace element by element
+    folds it away); anything else is guards.times."""
     if w is None or f is None:
         return None
-    bw, bf = _bound(g, w), _bound(g, f)
-    if bf is not None and bw is not None and bw * bf < FINITE:
-        return g.mul(w, f)
-    if bf is not None and g.data_only(f):
-        return g.select(g.node("ne", f, g.const(0)), g.mul(w, f), g.const(0))
-    return times(g, w, f)
+    found = guarded(g, f)
+    cond, v = found if found is not None and found[1] is not None else (None, f)
+    bw, bv = _bound(g, w), _bound(g, v)
+    if bv is not None and bw is not None and bw * bv < FINITE:
+        prod = g.mul(w, v)
+    elif bv is not None and g.data_only(v):
+        prod = g.select(g.node("ne", v, g.const(0)), g.mul(w, v), g.const(0))
+    else:
+        return times(g, w, f)
+    return prod if cond is None else g.select(cond, prod, g.const(0))
 
 
-FINITE = 1e300  # a bound on |x| below which a product of two such is no overflow
+def _coefficient(g, a, p):
+    """a * p along a linear form's chain: a select's 0 kept outermost (select(C, v, 0) * p is
+    select(C, v * p, 0), guards.py), no guard for the data (the products by the weight add
+    it: _times), so that the coefficients of w[0], w[1], ... stay one expression."""
+    ga, gp = guarded(g, a), guarded(g, p)
+    if ga is None and gp is None:
+        return g.mul(a, p)
+    conds = [x[0] for x in (ga, gp) if x is not None]
+    c = conds[0] if len(conds) == 1 or conds[0] == conds[1] else g.node("and", *conds)
+    return g.select(c, g.mul(ga[1] if ga else a, gp[1] if gp else p), g.const(0))
+
+
+FINITE = 1e38  # a bound on |x| below which no product overflows, in double or in float (float32_math)
 
 
 def _bound(g, x):
@@ -317,7 +335,7 @@ def _jacobian(g, f, linear, act):
             continue
         ps = {o: p for o, p in partials(g, t).items() if o in act}
         for o, p in ps.items():
-            adj.setdefault(o, []).append(g.mul(a, p))
+            adj.setdefault(o, []).append(_coefficient(g, a, p))
             todo.add(o)
     return out
 

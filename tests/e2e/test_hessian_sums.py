@@ -82,3 +82,38 @@ def test_a_log_of_a_sum_and_a_body_reading_a_computed_value():
     Xs = X * y[:d]
     H = symgrad.compile(lambda w: np.sum(np.cos(X @ (y[:d] * w))), shapes=[(d,)]).hessian(w)
     np.testing.assert_allclose(H, -Xs.T @ (np.cos(Xs @ w)[:, None] * Xs), rtol=1e-12, atol=1e-13)
+
+
+def test_kinks_in_the_row_body_as_element_by_element():
+    # (review: relu, clip, where and min made the coefficients of a select plain products, and
+    # inf * (X * 0) NaN where the select was not taken; now rolled, and no NaN)
+    d = 3
+    X = RNG.standard_normal((130, d))
+    w = RNG.standard_normal(d) * 0.5
+    for f in (lambda w: np.sum(np.maximum(X @ w, 0.0) ** 1.5),
+              lambda w: np.sum(np.clip(X @ w, 0.0, 1.0) ** 1.5),
+              lambda w: np.sum(np.where(X @ w > 0, X @ w, 0.0) ** 1.5),
+              lambda w: np.sum(np.log(1.0 - np.minimum(X @ w, 1.0)))):
+        H = symgrad.compile(f, shapes=[(d,)]).hessian(w)
+        U = symgrad.compile(f, shapes=[(d,)], options=UNROLLED).hessian(w)
+        assert np.isfinite(U).all()
+        np.testing.assert_allclose(H, U, rtol=1e-12, atol=1e-12)
+
+
+def test_float_arithmetic_bounds_the_unguarded_products():
+    # (review: a bound of 1e300 let 2*A*A*X*X go unguarded; in float arithmetic 2*A*A overflows
+    # and inf * 0 was NaN where the element-by-element trace folds the 0 of the data away)
+    n, d = 130, 3
+    X, y, A = RNG.standard_normal((n, d)), RNG.standard_normal(n), RNG.standard_normal(n)
+    X[3], A[3] = [1.0, 0.0, 0.5], 1e20
+    w = (RNG.standard_normal(d) * 0.3).astype(np.float32)
+
+    def f(w):
+        return np.sum((A * (X @ w) - y) ** 2)
+    opts = dict(shapes=[(d,)], dtype="float32")
+    H = symgrad.compile(f, **opts, options=symgrad.Options(float32_math="float")).hessian(w)
+    U = symgrad.compile(f, **opts, options=symgrad.Options(float32_math="float", loop_min_size=0)).hessian(w)
+    np.testing.assert_array_equal(np.isnan(H), np.isnan(U))
+    np.testing.assert_array_equal(np.isinf(H), np.isinf(U))
+    fin = np.isfinite(U)
+    np.testing.assert_allclose(H[fin], U[fin], rtol=1e-5)
