@@ -22,8 +22,8 @@ import math
 import numpy as np
 
 from ..ir.graph import Graph
-from ..ir.nodes import (argument_of, is_additive, is_extremum, is_leaf, is_mul, is_neg, is_passive, is_read, is_sum,
-                        looped_argument, reads_data)
+from ..ir.nodes import (argument_of, is_additive, is_extremum, is_leaf, is_mul, is_neg, is_passive, is_pick, is_read,
+                        is_sum, looped_argument, reads_data)
 from ..ir.program import Program, index_vars
 from .derive import active, arg_nodes, check_scalar, partials
 from .families import Families, Renamer
@@ -178,7 +178,10 @@ def _body_terms(g, s, plain, where, sizes, rename):
     users = {}
     for t in live:
         ps = partials(g, t)
-        ok = all(linear.get(o, False) and not _depends(g, p, plain) for o, p in ps.items() if o in act)
+        # (a pick, np.maximum or a select, is linear piece by piece, but taken as such its coefficients
+        # carry its conditions: a softmax's max over classes made every class read every weight)
+        ok = not is_pick(g.nodes[t]) and all(linear.get(o, False) and not _depends(g, p, plain)
+                                             for o, p in ps.items() if o in act)
         linear[t] = ok
         for o in ps:
             if o in act:

@@ -117,3 +117,25 @@ def test_float_arithmetic_bounds_the_unguarded_products():
     np.testing.assert_array_equal(np.isinf(H), np.isinf(U))
     fin = np.isfinite(U)
     np.testing.assert_allclose(H[fin], U[fin], rtol=1e-5)
+
+
+def test_softmax_regression_against_its_closed_form():
+    # (the max over classes is a pick: taken as linear, its conditions made every class's
+    # coefficients read every weight, 84,100 terms; now 100 over (row, j, k))
+    d, c = 6, 4
+    X, y = data(d)
+    onehot = np.eye(c)[(np.abs(y * 7).astype(int)) % c]
+
+    def f(w):
+        z = X @ w.reshape(d, c)
+        m = np.max(z, axis=1, keepdims=True)
+        return np.sum(m[:, 0] + np.log(np.sum(np.exp(z - m), axis=1))) - np.sum(z * onehot)
+    w = RNG.standard_normal(d * c) * 0.3
+    F = symgrad.compile(f, shapes=[(d * c,)])
+    H = F.hessian(w).reshape(d, c, d, c)
+    Z = X @ w.reshape(d, c)
+    P = np.exp(Z - Z.max(1, keepdims=True))
+    P /= P.sum(1, keepdims=True)
+    want = np.einsum("ij,ik,ic,cd->jckd", X, X, P, np.eye(c)) - np.einsum("ij,ik,ic,id->jckd", X, X, P, P)
+    assert F.hessian.loops
+    np.testing.assert_allclose(H, want, rtol=1e-11, atol=1e-13)
