@@ -279,9 +279,7 @@ def _bound(g, x):
         v = abs(g.value(x))
         b = float(v) if math.isfinite(v) else None
     elif reads_data(n):
-        d = g.prog.data[n[2]]
-        if d.dtype.kind in "iu" or np.isfinite(d).all():
-            b = float(np.abs(d).max(initial=0))
+        b = _largest(g, n[2])
     elif is_mul(n) or is_additive(n) or is_neg(n):
         parts = [_bound(g, o) for o in n[1:]]
         if None not in parts:
@@ -289,6 +287,16 @@ def _bound(g, x):
             b = b if b < FINITE else None
     memo[x] = b
     return b
+
+
+def _largest(g, k):
+    """The largest |entry| of data array ``k`` (None where one is inf or NaN), read once."""
+    memo = g.__dict__.setdefault("_largest", {})
+    if k not in memo:
+        d = g.prog.data[k]
+        m = float(max(d.max(initial=0), -d.min(initial=0))) if d.size else 0.0  # (NaN: the max is NaN)
+        memo[k] = m if math.isfinite(m) else None
+    return memo[k]
 
 
 def _split(g, c, t):
