@@ -12,7 +12,8 @@ examples/scaling.py and a few long ones):
   unrolled LU solve's gradient, 2-3x), a little more per operation in larger programs;
 - the C compile costs, per translation unit, a start (the compiler, the runtime header; by the
   flags: -O3, or the -O1 of large kernels) plus a cost per statement, plus a cost per byte
-  (rolled kernels' operand tables), plus, at -O3, a cost per statement per loop: GCC's loop
+  (rolled kernels' operand tables), plus, at -O3 (and in a large loop kernel at -O1), a cost
+  per statement per loop: GCC's loop
   passes walk the whole function once per loop, so a kernel whose arrays stayed loops, with one
   accumulator loop per Hessian entry, grows faster than the fourth power of its parameters
   (logistic regression's Hessian over 1,000 points: 5 s at p = 15, 15-20 s at p = 20, 67 s at
@@ -86,11 +87,13 @@ def stage_seconds(what, ops, kind_name=None):
     return (STAGE_START + rate[second] * 1e4 * (ops / 1e4) ** GROWTH[what]) * busy()
 
 
-def unit_seconds(text, large):
+def unit_seconds(text, large, loops_cost=None):
     """Seconds of one translation unit's compile (``large``: at the -O1 of large kernels) on an
-    idle core."""
+    idle core. ``loops_cost``: whether its loops cost per statement (default: at -O3 only; a
+    large loop kernel, one function holding its loops, at -O1 too: log-sum-exp's Hessian with a
+    max, p = 15, 603 loops, 6.5 s)."""
     statements = text.count(";")
-    loops = 0 if large else text.count("for (")
+    loops = text.count("for (") if (not large if loops_cost is None else loops_cost) else 0
     return (UNIT_START[large] + PER_STATEMENT * statements
             + PER_STATEMENT_LOOP * (statements * loops / 1e6) ** LOOP_GROWTH + PER_BYTE * len(text))
 
@@ -107,7 +110,8 @@ def compile_seconds(kernels, cpus=None):
     parts = [p for k in kernels for p in k.parts]
     if cpus < 2:
         source, tails = "\n".join([source] + tails), []
-    times = sorted((unit_seconds(u, large) for u in [source] + tails + parts), reverse=True)
+    whole = not parts  # (a loop kernel: no segments, its loops in one function)
+    times = sorted((unit_seconds(u, large, not large or whole) for u in [source] + tails + parts), reverse=True)
     cores = [0.0] * min(cpus, len(times))
     for t in times:  # build._run: each core takes the next unit, the largest first
         cores[cores.index(min(cores))] += t

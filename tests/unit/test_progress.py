@@ -137,13 +137,30 @@ def logreg(p, n):
     return symgrad.compile(loss, [(p,)])
 
 
+def lsemax(p, n):
+    X = np.random.default_rng(0).normal(size=(n, p))
+
+    def f(w):
+        z = X @ w
+        m = np.max(z)
+        return m + np.log(np.sum(np.exp(z - m)))
+    return symgrad.compile(f, [(p,)])
+
+
+def lse(p, n):
+    X = np.random.default_rng(0).normal(size=(n, p))
+    return symgrad.compile(lambda w: np.log(np.sum(np.exp(X @ w))), [(p,)])
+
+
 def lj(atoms):
     return symgrad.compile(lambda p: bench_cases.lj(p, atoms), [(3 * atoms,)])
 
 
 @pytest.mark.parametrize("make, verb, measured", [
-    (lambda: logreg(15, 1000), "hessian", 4.9),  # one loop kernel at -O3, 457 loops: 4.4-5.4 s
-    (lambda: logreg(20, 1000), "hessian", 17.0),  # 807 loops: 15.5-20.0 s
+    (lambda: logreg(15, 1000), "hessian", 0.25),  # one scatter over (row, j, k): 0.20-0.31 s
+    (lambda: lsemax(10, 1000), "hessian", 2.65),  # a max over the loop: one accumulator loop per entry, 313 loops
+    (lambda: lsemax(15, 1000), "hessian", 7.0),  # the same past large_kernel_ops, at -O1, 603 loops: 6.9-8.1 s
+    (lambda: lse(40, 10000), "hessian", 1.6),  # 1,600 terms outside the loops at -O1: 1.55-1.72 s
     (lambda: logreg(10, 100), "hessian", 2.6),  # unrolled: 10 straight-line units at -O1
     (lambda: lj(30), "hessian", 0.5),  # rolled, 6 units at -O1
     (lambda: lj(40), "grad", 0.17),  # F.grad runs value_and_grad's kernel: 2 units at -O1
