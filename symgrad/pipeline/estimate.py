@@ -15,9 +15,10 @@ examples/scaling.py and a few long ones):
   (rolled kernels' operand tables), plus, at -O3 (and in a large loop kernel at -O1), a cost
   per statement per loop: GCC's loop
   passes walk the whole function once per loop, so a kernel whose arrays stayed loops, with one
-  accumulator loop per Hessian entry, grows faster than the fourth power of its parameters
-  (logistic regression's Hessian over 1,000 points: 5 s at p = 15, 15-20 s at p = 20, 67 s at
-  p = 25, 138 s at p = 30; about 20 minutes expected at p = 50). The units are shared among
+  accumulator loop per Hessian entry (the Jacobian of the gradient, still taken through a max
+  over a loop), grows faster than the fourth power of its parameters (logistic regression's
+  Hessian that way over 1,000 points: 5 s at p = 15, 15-20 s at p = 20, 67 s at p = 25, 138 s
+  at p = 30; now one scatter over (row, j, k), 0.2-0.3 s). The units are shared among
   the usable cores as build.py runs them (the largest first), then linked;
 - everything is scaled by how busy the machine is for this process: how long its thread waited
   to run against how long it ran, lately (busy)."""
@@ -91,7 +92,7 @@ def unit_seconds(text, large, loops_cost=None):
     """Seconds of one translation unit's compile (``large``: at the -O1 of large kernels) on an
     idle core. ``loops_cost``: whether its loops cost per statement (default: at -O3 only; a
     large loop kernel, one function holding its loops, at -O1 too: log-sum-exp's Hessian with a
-    max, p = 15, 603 loops, 6.5 s)."""
+    max, p = 15, 603 loops, 6.9-8.1 s)."""
     statements = text.count(";")
     loops = text.count("for (") if (not large if loops_cost is None else loops_cost) else 0
     return (UNIT_START[large] + PER_STATEMENT * statements
