@@ -158,6 +158,8 @@ LARGE = {
     "hstack": ((600,), lambda x: (([x, np.sin(x)],), {})),
     "vstack": ((600,), lambda x: (([x, np.sin(x)],), {})),
     "append": ((600,), lambda x: ((x, x * 2.0, None), {})),
+    **{name: ((20, 30), lambda x: ((x, 1, None, True), {}))  # (a, axis, out, keepdims)
+       for name in ("max", "amax", "min", "amin", "nanmax", "nanmin")},
 }
 SPECIAL = {
     "logsumexp": ((2, 3), lambda x: ((x, 1, C3, True, True), {})),
