@@ -29,6 +29,7 @@ from .derive import active, arg_nodes, check_scalar, partials
 from .families import Families, Renamer
 from .guards import guarded, times
 from .hessian import edge_push
+from .sparsity_loops import body_region
 
 
 def hessian_of_sums(prog: Program, argnums):
@@ -139,27 +140,10 @@ def _first_free_var(prog):
     return top + 1
 
 
-def _region(g, s):
-    """The nodes of sum ``s``'s body that vary with its loop variables (ascending), and what
-    they read that does not."""
-    bound = {v for v, _ in g.nodes[s][2]}
-    inside, outside, stack = set(), set(), [g.nodes[s][1]]
-    while stack:
-        i = stack.pop()
-        if i in inside or i in outside:
-            continue
-        if is_leaf(g.nodes[i]) or not g.loop_vars(i) & bound:
-            outside.add(i)
-            continue
-        inside.add(i)
-        stack.extend(g.nodes[i][1:])
-    return sorted(inside), outside
-
-
 def _reads_only_entries(g, s, plain):
     """Whether sum ``s``'s body depends on the arguments only through their entries (no
     value of them computed outside its loop: a mean it subtracts)."""
-    _, outside = _region(g, s)
+    _, outside = body_region(g, s)
     act = active(g, g.cone([g.nodes[s][1]]), list(plain))
     return not any(t in act and t not in plain for t in outside)
 
@@ -170,7 +154,8 @@ def _body_terms(g, s, plain, where, sizes, rename):
     computed outside its loop."""
     if not _reads_only_entries(g, s, plain):
         return None
-    inside, outside = _region(g, s)
+    inside, outside = body_region(g, s)
+    inside = sorted(inside)
     body, loops = g.nodes[s][1], g.nodes[s][2]
     act = active(g, g.cone([body]), list(plain))
     live = [t for t in inside if t in act]

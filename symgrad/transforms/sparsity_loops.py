@@ -46,7 +46,7 @@ def _offsets(prog, argnums):
     return out, k
 
 
-def _region(g, s):
+def body_region(g, s):
     """The nodes of sum ``s``'s body that vary with its loop variables, and what they read
     that does not (the body's leaves)."""
     bound = {v for v, _ in g.nodes[s][2]}
@@ -120,7 +120,7 @@ def _find_terms(prog, argnums):
         a = adjoints.get(s)
         if a is None:
             continue
-        inside, leaves = _region(g, s)
+        inside, leaves = body_region(g, s)
         if any(t in act and t not in plain for t in leaves):
             return None  # the body reads a value of the arguments computed outside its loop
         loops = g.nodes[s][2]
@@ -261,7 +261,7 @@ def _find_jacobian_terms(prog, argnums):
         for s in sums:
             if s not in parts:
                 continue
-            inside, leaves = _region(g, s)
+            inside, leaves = body_region(g, s)
             if any(t in act and t not in col for t in leaves):
                 return None
             seed, coef = _seed(g, parts[s], nodes[s][2])
