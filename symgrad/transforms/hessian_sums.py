@@ -1,20 +1,22 @@
-"""Dense Hessians of a scalar built from sums over loops, by arguments read entry by entry
-(small ones), with symbolic work independent of the number of entries: the Hessian of
-ridge regression's sum((X @ w - y)**2) is one loop nest over (row, j, k) adding
-2 * X[i, j] * X[i, k] into H[j, k], not d^2 accumulators of one loop (which GCC took
-minutes over at d = 50).
+"""Dense Hessians of a scalar built from sums over loops, by arguments read entry by entry,
+with symbolic work independent of the number of entries: the Hessian of ridge regression's
+sum((X @ w - y)**2) is one loop nest over (row, j, k) adding 2 * X[i, j] * X[i, k] into
+H[j, k], not d^2 accumulators of one loop (which GCC took minutes over at d = 50).
 
 Two sweeps of edge pushing (hessian.py), as sparsity_loops.py takes sparse Hessians: the
 first from y to the arguments' entries with each sum as a leaf gives the terms outside the
-loops and each sum's adjoint (y must be linear in each sum, else None: the caller takes
-the Jacobian of the gradient). The second runs over a sum's body down to its frontier F:
-the nodes linear in the arguments (each partial by an argument-dependent operand free of
-the arguments: sums, products by data, selects by data, the arguments themselves) that a
-nonlinear node reads. The body is a function of F, each f in F has Jacobian J_f (row
-coefficients, no second derivative), so the body's Hessian is the sum over pairs (u, v)
-of F of W(u, v) J_u J_v^T. A J_f whose coefficients are one expression of reads at
-offsets moving with the argument's entry (X[i, j] for w[j]) rolls into one node over a
-new loop variable (families.py): the term is a scatter over (row, j, k)."""
+loops and each sum's adjoint; where y is not linear in its sums, W(S, S') times the outer
+product of their gradients (a sum per entry: d^2 terms outside the loops). The second runs
+over a sum's body down to its frontier F: the nodes linear in the arguments (each partial by
+an argument-dependent operand free of the arguments, no pick: sums, products by data, the
+arguments' entries) that a nonlinear node reads. The body is a function of F, each f in F
+has Jacobian J_f (row coefficients, no second derivative), so the body's Hessian is the sum
+over pairs (u, v) of F of W(u, v) J_u J_v^T. A J_f whose coefficients are one expression of
+reads at offsets moving with the argument's entry (X[i, j] for w[j]) rolls into one node over
+a new loop variable (families.py): the term is a scatter over (row, j, k). Not taken (None:
+the Jacobian of the gradient, or the unrolled trace): a maximum over a loop, a body reading a
+value of the arguments computed outside its loop, y nonlinear in a sum by an argument the
+loops read."""
 from __future__ import annotations
 
 import math
