@@ -10,7 +10,7 @@ import symgrad
 
 UNROLLED = symgrad.Options(loop_min_size=0)
 RNG = np.random.default_rng(0)
-X = RNG.standard_normal((300, 5))
+X = RNG.standard_normal((130, 5))  # (each array of it at least loop_min_size: 128 entries)
 XL = RNG.standard_normal((1000, 20))
 
 
@@ -94,11 +94,13 @@ def test_the_gradient_at_ties_nan_and_inf_is_the_unrolled_ones(no_fallback):
     assert g[0] == 3 and not g[1:].any()  # both credit the first entry at a tie
 
 
-def test_a_small_reduced_axis_keeps_the_unrolled_bits(no_fallback):
+def test_a_small_reduced_axis_keeps_the_unrolled_chain(no_fallback):
+    # the same operations as the unrolled kernel; exp and log in a SIMD loop are libmvec's, whose
+    # last bit can differ from libm's (docs/guide.md), so the values agree to rounding, not bits
     F = symgrad.compile(soft, shapes=[(20,)])
     U = symgrad.compile(soft, shapes=[(20,)], options=UNROLLED)
-    for w in [RNG.standard_normal(20), np.zeros(20)]:
-        assert F(w) == U(w)
+    for w in [np.random.default_rng(5).standard_normal(20), np.zeros(20)]:
+        np.testing.assert_allclose(F(w), U(w), rtol=1e-15)
         np.testing.assert_allclose(F(w), soft(w), rtol=1e-15)
         np.testing.assert_allclose(F.grad(w), U.grad(w), rtol=1e-13, atol=1e-15)
 
@@ -108,8 +110,9 @@ def test_min_amin_amax_methods_nanmax_and_axis_0(no_fallback):
     F = symgrad.compile(mixed, shapes=[(5,)])
     U = symgrad.compile(mixed, shapes=[(5,)], options=UNROLLED)
     for w in [np.array([0.3, -0.2, 0.1, 0.5, -0.4]), np.zeros(5), np.array([1.0, np.inf, 0.0, -1.0, 2.0])]:
-        assert np.array_equal(F(w), mixed_numpy(w), equal_nan=True)
-        assert np.array_equal(F(w), U(w), equal_nan=True)
+        # (np.sin in a SIMD loop is libmvec's: its last bit can differ from numpy's and libm's)
+        np.testing.assert_allclose(F(w), mixed_numpy(w), rtol=1e-15)
+        np.testing.assert_allclose(F(w), U(w), rtol=1e-15)
     w = np.array([0.3, -0.2, 0.1, 0.5, -0.4])
     np.testing.assert_allclose(F.grad(w), U.grad(w), rtol=1e-13, atol=1e-15)
     J = symgrad.compile(lambda w: np.max(X * w, axis=0), shapes=[(5,)])  # a Jacobian of a vector of maxima

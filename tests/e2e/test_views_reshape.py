@@ -137,31 +137,29 @@ def ridge_data(d, n, seed=0):
     return rng.standard_normal((n, d)) / np.sqrt(d), rng.standard_normal(n), 0.1 * rng.standard_normal(d)
 
 
-def test_ridge_at_d_200_gradient_and_hessian_match_closed_forms(caplog):
-    X, y, w = ridge_data(200, 150)
+def test_ridge_past_128_columns_gradient_and_hessian_match_closed_forms(caplog):
+    X, y, w = ridge_data(130, 150)  # (130 >= loop_min_size: X @ w a sum over a large axis in the rows' loop)
     with caplog.at_level(logging.WARNING, logger="symgrad.progress"):
-        F = symgrad.compile(lambda w: np.sum((X @ w - y) ** 2), shapes=[(200,)])
+        F = symgrad.compile(lambda w: np.sum((X @ w - y) ** 2), shapes=[(130,)])
         v, g = F.value_and_grad(w)
-        # the dense Hessian as the batched Hessian-vector product symgrad's progress message offers
-        # (F.hessian's one kernel of 200^2 entries takes gcc minutes: render/loops.py's business)
-        H = F.hvp(np.broadcast_to(w, (200, 200)), np.eye(200))
-    assert no_fallback(caplog) and F.loops and F.hvp.loops
+        H = F.hessian(w)  # one scatter over (row, j, k): transforms/hessian_sums.py
+    assert no_fallback(caplog) and F.loops and F.hessian.loops
     r = X @ w - y
     assert v == pytest.approx(r @ r, rel=1e-13)
     np.testing.assert_allclose(g, 2 * X.T @ r, rtol=1e-12, atol=1e-12 * np.abs(g).max())
     np.testing.assert_allclose(H, 2 * X.T @ X, rtol=1e-12, atol=1e-13 * np.abs(H).max())
     with caplog.at_level(logging.WARNING, logger="symgrad.progress"):  # w read by a loop too (its penalty)
-        P = symgrad.compile(lambda w: np.sum((X @ w - y) ** 2) + 0.1 * np.sum(w * w), shapes=[(200,)])
+        P = symgrad.compile(lambda w: np.sum((X @ w - y) ** 2) + 0.1 * np.sum(w * w), shapes=[(130,)])
         g = P.grad(w)
     assert no_fallback(caplog) and P.grad.loops
     np.testing.assert_allclose(g, 2 * X.T @ r + 0.2 * w, rtol=1e-12, atol=1e-12 * np.abs(g).max())
 
 
 def test_a_numpy_ordered_sum_inside_a_loop_adds_as_numpy(caplog):
-    X, _, w = ridge_data(200, 130, seed=1)
+    X, _, w = ridge_data(130, 130, seed=1)
     with caplog.at_level(logging.WARNING, logger="symgrad.progress"):
         F = symgrad.compile(lambda w: np.sum(np.sum(X * w, axis=1) * np.sum(X[:, ::-1] * w, axis=1)),
-                            shapes=[(200,)])
+                            shapes=[(130,)])
         v, g = F.value_and_grad(w)
     assert no_fallback(caplog) and F.loops
     a, b = X @ w, X[:, ::-1] @ w
