@@ -1,8 +1,8 @@
 """A group of scatters over (row, j, k) (a Hessian's rank-one updates, transforms/
 hessian_sums.py) run in panels of rows: what varies with the row alone is computed once per
 row into the panel, then for each j the panel's rows add into row j of the result, which
-stays in the L1 cache for the whole panel (row by row, the d x d result streamed through
-the cache once per data row: 4x slower at d = 100)."""
+stays in the L1 cache over the panel. Logistic regression's Hessian at d = 100, n = 10^4, one
+thread: 21.8 ms in panels, 26.7 ms row by row (ridge's, whose rows hold no value: the same)."""
 from __future__ import annotations
 
 from ..ir.nodes import operands

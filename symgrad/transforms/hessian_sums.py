@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from ..ir.graph import Graph
 from ..ir.nodes import (argument_of, is_additive, is_extremum, is_leaf, is_mul, is_neg, is_passive, is_pick, is_read,
                         is_sum, looped_argument, reads_data)
